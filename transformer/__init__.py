@@ -1,5 +1,24 @@
-"""The Transformer of "Attention Is All You Need", exported from the book in book/.
+"""The Transformer of "Attention Is All You Need" (Vaswani et al., 2017), exported from the book.
 
-Hand-written: the public face of the package. Every other module is exported from a chapter.
+Hand-written: this file is the package's public face. Every other module is exported from the
+chapter of the same section in book/ by tools/export_package.py; edit the notebook, not the module.
+
+    from transformer import TransformerConfig, Transformer
+    cfg = TransformerConfig.preset("base")
+    model = Transformer(cfg, src_vocab=37000, tgt_vocab=37000)
+    logits = model(src, tgt_in)          # [B, S], [B, T] token ids -> [B, T, V]
 """
 from transformer.attention import MultiHeadAttention, attention, causal_mask, decoder_mask, padding_mask
+from transformer.embeddings import Embeddings, OutputProjection, tie_weights
+from transformer.feed_forward import PositionwiseFeedForward
+from transformer.layers import Decoder, DecoderLayer, Encoder, EncoderLayer, SublayerConnection
+from transformer.model import PRESETS, Transformer, TransformerConfig
+from transformer.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
+
+__all__ = [
+    "Transformer", "TransformerConfig", "PRESETS",
+    "attention", "MultiHeadAttention", "padding_mask", "causal_mask", "decoder_mask",
+    "SublayerConnection", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder",
+    "PositionwiseFeedForward", "Embeddings", "OutputProjection", "tie_weights",
+    "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "sinusoidal_table",
+]

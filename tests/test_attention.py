@@ -1,0 +1,76 @@
+"""Scaled dot-product and multi-head attention: the fused path against the written-out equation and
+against torch.nn.MultiheadAttention; masks; rows that may see nothing."""
+import pytest
+import torch
+from torch import nn
+
+from tests.conftest import random_batch
+from transformer import MultiHeadAttention, attention, causal_mask, decoder_mask, padding_mask
+
+
+def explicit_mha(mha, x_q, x_kv, mask):
+    q, k, v = mha.project(x_q, x_kv)
+    heads, _ = attention(q, k, v, mask)
+    return mha.out_proj(heads.transpose(1, 2).flatten(2))
+
+
+@pytest.mark.parametrize("h,d_k,d_v", [(4, None, None), (2, 8, 24), (1, None, None)])
+@pytest.mark.parametrize("self_attention", [True, False])
+def test_fused_agrees_with_explicit_formula(h, d_k, d_v, self_attention):
+    mha = MultiHeadAttention(32, h, d_k, d_v).double()
+    src, _ = random_batch(4, 9, 50)
+    x_kv = torch.randn(4, 9, 32, dtype=torch.float64)
+    x_q = x_kv if self_attention else torch.randn(4, 6, 32, dtype=torch.float64)
+    mask = padding_mask(src, 0)
+    if self_attention:
+        mask = mask & causal_mask(9)
+    torch.testing.assert_close(mha(x_q, x_kv, mask), explicit_mha(mha, x_q, x_kv, mask), atol=1e-10, rtol=0)
+
+
+def test_matches_torch_multihead_attention():
+    d_model, h = 32, 4
+    ours = MultiHeadAttention(d_model, h).double()
+    ref = nn.MultiheadAttention(d_model, h, batch_first=True).double()
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(ours.in_proj.weight)
+        ref.in_proj_bias.copy_(ours.in_proj.bias)
+        ref.out_proj.weight.copy_(ours.out_proj.weight)
+        ref.out_proj.bias.copy_(ours.out_proj.bias)
+    ids, _ = random_batch(3, 7, 20)
+    x, mem = torch.randn(3, 5, d_model, dtype=torch.float64), torch.randn(3, 7, d_model, dtype=torch.float64)
+    want, _ = ref(x, mem, mem, key_padding_mask=ids == 0, need_weights=False)
+    torch.testing.assert_close(ours(x, mem, padding_mask(ids, 0)), want, atol=1e-10, rtol=0)
+
+
+def test_weights_are_distributions_that_respect_the_mask():
+    q, k, v = torch.randn(2, 5, 8), torch.randn(2, 7, 8), torch.randn(2, 7, 3)
+    ids = torch.tensor([[1, 2, 3, 4, 5, 0, 0], [1, 2, 0, 0, 0, 0, 0]])
+    _, w = attention(q, k, v, padding_mask(ids, 0)[:, 0])
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 5))
+    assert (w[0, :, 5:] == 0).all() and (w[1, :, 2:] == 0).all()
+
+
+def test_masks():
+    tgt = torch.tensor([[5, 6, 7, 0]])
+    m = decoder_mask(tgt, 0)
+    assert m.shape == (1, 1, 4, 4) and m.dtype == torch.bool
+    expected = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]], dtype=torch.bool)
+    assert torch.equal(m[0, 0], expected)
+
+
+@pytest.mark.parametrize("implementation", ["explicit", "fused"])
+def test_query_that_sees_nothing_is_finite_with_finite_gradients(implementation):
+    mha = MultiHeadAttention(16, 2)
+    x = torch.randn(2, 4, 16, requires_grad=True)
+    ids = torch.tensor([[3, 4, 5, 6], [0, 0, 0, 0]])   # the second sentence is all padding
+    mask = padding_mask(ids, 0)
+    out = mha(x, x, mask) if implementation == "fused" else explicit_mha(mha, x, x, mask)
+    assert torch.isfinite(out).all()
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
+
+
+def test_d_model_not_divisible_by_h_is_rejected():
+    with pytest.raises(ValueError, match="not divisible"):
+        MultiHeadAttention(30, 4)
