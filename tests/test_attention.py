@@ -74,3 +74,15 @@ def test_query_that_sees_nothing_is_finite_with_finite_gradients(implementation)
 def test_d_model_not_divisible_by_h_is_rejected():
     with pytest.raises(ValueError, match="not divisible"):
         MultiHeadAttention(30, 4)
+
+
+def test_attention_weights_are_the_ones_the_module_uses():
+    mha = MultiHeadAttention(16, 4).double()
+    x, mem = torch.randn(2, 3, 16, dtype=torch.float64), torch.randn(2, 5, 16, dtype=torch.float64)
+    ids = torch.tensor([[1, 2, 3, 4, 5], [1, 2, 3, 0, 0]])
+    w = mha.attention_weights(x, mem, padding_mask(ids, 0))
+    assert w.shape == (2, 4, 3, 5)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 3, dtype=torch.float64))
+    _, _, v = mha.project(x, mem)
+    rebuilt = mha.out_proj((w @ v).transpose(1, 2).flatten(2))
+    torch.testing.assert_close(rebuilt, mha(x, mem, padding_mask(ids, 0)), atol=1e-10, rtol=0)

@@ -88,3 +88,9 @@ class MultiHeadAttention(nn.Module):
         if empty is not None:
             out = out.masked_fill(empty, 0.0)
         return self.out_proj(out.transpose(1, 2).flatten(2))
+
+    @torch.no_grad()
+    def attention_weights(self, x_q, x_kv, mask=None):
+        """The per-head weights softmax(QK^T/sqrt(d_k)) [B, h, T, S], for looking at (the fused kernel hides them)."""
+        q, k, v = self.project(x_q, x_kv)
+        return attention(q, k, v, mask)[1]
