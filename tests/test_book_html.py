@@ -122,6 +122,8 @@ def built_book(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("book")
     config = yaml.safe_load((REPO / "_config.yml").read_text())
     config.setdefault("execute", {})["execute_notebooks"] = "force"  # a fresh folder: always execute
+    # The chapter links to chapters this one-page book leaves out; `make book` checks those links.
+    config.setdefault("sphinx", {}).setdefault("config", {})["suppress_warnings"] = ["myst.xref_missing"]
     (root / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     (root / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": CHAPTER}))
     (root / "book").mkdir()
