@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from transformer import Transformer, TransformerConfig, decoder_mask, padding_mask
+from transformer import Transformer, TransformerConfig
 
 
 class TorchReference(nn.Module):
