@@ -11,7 +11,7 @@ from transformer import MultiHeadAttention, attention, causal_mask, decoder_mask
 def explicit_mha(mha, x_q, x_kv, mask):
     q, k, v = mha.project(x_q, x_kv)
     heads, _ = attention(q, k, v, mask)
-    return mha.out_proj(heads.transpose(1, 2).flatten(2))
+    return mha.out_proj(mha.merge_heads(heads))
 
 
 @pytest.mark.parametrize("h,d_k,d_v", [(4, None, None), (2, 8, 24), (1, None, None)])
@@ -84,5 +84,5 @@ def test_attention_weights_are_the_ones_the_module_uses():
     assert w.shape == (2, 4, 3, 5)
     torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 3, dtype=torch.float64))
     _, _, v = mha.project(x, mem)
-    rebuilt = mha.out_proj((w @ v).transpose(1, 2).flatten(2))
+    rebuilt = mha.out_proj(mha.merge_heads(w @ v))
     torch.testing.assert_close(rebuilt, mha(x, mem, padding_mask(ids, 0)), atol=1e-10, rtol=0)

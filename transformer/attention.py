@@ -65,6 +65,10 @@ class MultiHeadAttention(nn.Module):
         """[B, n, h*d] -> [B, h, n, d]."""
         return x.unflatten(-1, (self.h, d)).transpose(1, 2)
 
+    def merge_heads(self, x):
+        """[B, h, n, d] -> [B, n, h*d]: Concat(head_1, ..., head_h), ready for W^O."""
+        return x.transpose(1, 2).flatten(2)
+
     def project(self, x_q, x_kv):
         """The per-head queries, keys and values, each [B, h, n, d]."""
         hk = self.h * self.d_k
@@ -87,7 +91,7 @@ class MultiHeadAttention(nn.Module):
                                              dropout_p=self.attn_drop if self.training else 0.0)
         if empty is not None:
             out = out.masked_fill(empty, 0.0)
-        return self.out_proj(out.transpose(1, 2).flatten(2))
+        return self.out_proj(self.merge_heads(out))
 
     @torch.no_grad()
     def attention_weights(self, x_q, x_kv, mask=None):
