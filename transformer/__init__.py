@@ -7,7 +7,15 @@ chapter of the same section in book/ by tools/export_package.py; edit the notebo
     cfg = TransformerConfig.preset("base")
     model = Transformer(cfg, src_vocab=37000, tgt_vocab=37000)
     logits = model(src, tgt_in)          # [B, S], [B, T] token ids -> [B, T, V]
+    out = beam_search(model, src, bos_id, eos_id)   # or greedy_decode: token ids [B, L]
+
+Training and evaluation are command lines (and modules): `python -m transformer.train --profile NAME`,
+`python -m transformer.evaluate RUN_DIR`. They are not imported here, so that `-m` runs them cleanly.
 """
+from transformer.data import Vocab
+from transformer.decode import beam_search, greedy_decode
+from transformer.loss import label_smoothed_nll
+from transformer.optim import build_optimizer, rate
 from transformer.attention import MultiHeadAttention, attention, causal_mask, decoder_mask, padding_mask
 from transformer.embeddings import Embeddings, OutputProjection, tie_weights
 from transformer.feed_forward import PositionwiseFeedForward
@@ -21,4 +29,5 @@ __all__ = [
     "SublayerConnection", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder",
     "PositionwiseFeedForward", "Embeddings", "OutputProjection", "tie_weights",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "sinusoidal_table",
+    "greedy_decode", "beam_search", "label_smoothed_nll", "build_optimizer", "rate", "Vocab",
 ]

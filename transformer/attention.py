@@ -49,6 +49,9 @@ class MultiHeadAttention(nn.Module):
     forward(x_q, x_kv, mask) with x_q [B, T, d_model], x_kv [B, S, d_model] and a bool mask
     broadcastable to [B, h, T, S] returns [B, T, d_model]. Passing the same tensor as x_q and x_kv
     (self-attention) projects queries, keys and values in one matrix product.
+    cache (a dict, empty at the first step) is for decoding one position at a time: in self-attention
+    the new keys and values are appended to the cached ones; in encoder-decoder attention the memory's
+    keys and values are computed at the first step and reused after it (chapter 6.1).
     """
 
     def __init__(self, d_model, h, d_k=None, d_v=None, attn_drop=0.0):
@@ -69,19 +72,27 @@ class MultiHeadAttention(nn.Module):
         """[B, h, n, d] -> [B, n, h*d]: Concat(head_1, ..., head_h), ready for W^O."""
         return x.transpose(1, 2).flatten(2)
 
-    def project(self, x_q, x_kv):
-        """The per-head queries, keys and values, each [B, h, n, d]."""
+    def project(self, x_q, x_kv, cache=None):
+        """The per-head queries, keys and values, each [B, h, n, d] (keys and values include the cache)."""
         hk = self.h * self.d_k
+        w, b = self.in_proj.weight, self.in_proj.bias
+        if cache is not None and x_q is not x_kv and "k" in cache:
+            # encoder-decoder attention while decoding: the memory, hence its keys and values, never changes
+            return self.split_heads(F.linear(x_q, w[:hk], b[:hk]), self.d_k), cache["k"], cache["v"]
         if x_q is x_kv:
             q, k, v = self.in_proj(x_q).split([hk, hk, self.h * self.d_v], dim=-1)
         else:
-            w, b = self.in_proj.weight, self.in_proj.bias
             q = F.linear(x_q, w[:hk], b[:hk])
             k, v = F.linear(x_kv, w[hk:], b[hk:]).split([hk, self.h * self.d_v], dim=-1)
-        return self.split_heads(q, self.d_k), self.split_heads(k, self.d_k), self.split_heads(v, self.d_v)
+        q, k, v = self.split_heads(q, self.d_k), self.split_heads(k, self.d_k), self.split_heads(v, self.d_v)
+        if cache is not None:
+            if "k" in cache:   # self-attention: the new positions join the ones already decoded
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+        return q, k, v
 
-    def forward(self, x_q, x_kv, mask=None):
-        q, k, v = self.project(x_q, x_kv)
+    def forward(self, x_q, x_kv, mask=None, cache=None):
+        q, k, v = self.project(x_q, x_kv, cache)
         empty = None
         if mask is not None:
             # Queries that may see no key: let the kernel see every key (never a 0/0), then zero them.

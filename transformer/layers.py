@@ -44,9 +44,12 @@ class DecoderLayer(nn.Module):
         self.self_attn, self.cross_attn, self.feed_forward = self_attn, cross_attn, feed_forward
         self.sublayers = nn.ModuleList(SublayerConnection(d_model, P_drop, norm_first, eps) for _ in range(3))
 
-    def forward(self, y, memory, src_mask, tgt_mask):
-        y = self.sublayers[0](y, lambda y: self.self_attn(y, y, tgt_mask))
-        y = self.sublayers[1](y, lambda y: self.cross_attn(y, memory, src_mask))
+    def forward(self, y, memory, src_mask, tgt_mask, cache=None):
+        # cache: this layer's keys and values from earlier decoding steps (see MultiHeadAttention)
+        self_cache, cross_cache = (None, None) if cache is None else (cache.setdefault("self", {}),
+                                                                     cache.setdefault("cross", {}))
+        y = self.sublayers[0](y, lambda y: self.self_attn(y, y, tgt_mask, cache=self_cache))
+        y = self.sublayers[1](y, lambda y: self.cross_attn(y, memory, src_mask, cache=cross_cache))
         return self.sublayers[2](y, self.feed_forward)
 
 
@@ -72,7 +75,7 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.norm = norm if norm is not None else nn.Identity()
 
-    def forward(self, y, memory, src_mask, tgt_mask):
-        for layer in self.layers:
-            y = layer(y, memory, src_mask, tgt_mask)
+    def forward(self, y, memory, src_mask, tgt_mask, cache=None):
+        for i, layer in enumerate(self.layers):
+            y = layer(y, memory, src_mask, tgt_mask, None if cache is None else cache.setdefault(i, {}))
         return self.norm(y)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from transformer.attention import MultiHeadAttention, decoder_mask, padding_mask
+from transformer.attention import MultiHeadAttention, causal_mask, decoder_mask, padding_mask
 from transformer.embeddings import Embeddings, OutputProjection, check_ids, tie_weights
 from transformer.feed_forward import PositionwiseFeedForward
 from transformer.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
@@ -174,16 +174,31 @@ class Transformer(nn.Module):
         x = self.dropout(self.src_pos(self.src_embed(src)))
         return self.encoder(x, padding_mask(src, self.cfg.pad_id))
 
-    def decode(self, tgt_in, memory, src):
+    def decode(self, tgt_in, memory, src, cache=None):
         """Decoder inputs [B, T], memory [B, S, d_model] and the source ids [B, S] -> logits [B, T, V]."""
+        return self.generator(self.decoder_states(tgt_in, memory, src, cache))
+
+    def decoder_states(self, tgt_in, memory, src, cache=None):
+        """The decoder stack's output [B, T, d_model], before the output projection.
+
+        cache: None to decode the whole prefix tgt_in at once (training), or a dict (empty at the first
+        step) that keeps every layer's keys and values; tgt_in then holds only the new positions.
+        """
         check_batch(tgt_in, "tgt_in")
         check_batch(src, "src")
         if tgt_in.size(0) != memory.size(0) or src.shape != memory.shape[:2]:
             raise ValueError(f"batch mismatch: tgt_in {tuple(tgt_in.shape)}, memory {tuple(memory.shape)}, "
                              f"src {tuple(src.shape)}")
-        y = self.dropout(self.tgt_pos(self.tgt_embed(tgt_in)))
-        y = self.decoder(y, memory, padding_mask(src, self.cfg.pad_id), decoder_mask(tgt_in, self.cfg.pad_id))
-        return self.generator(y)
+        start = 0 if cache is None else cache.get("length", 0)
+        y = self.dropout(self.tgt_pos(self.tgt_embed(tgt_in), start))
+        if cache is None:
+            tgt_mask = decoder_mask(tgt_in, self.cfg.pad_id)
+        else:
+            # new position start+i sees every earlier position (the cached ones are all visible)
+            end = start + tgt_in.size(1)
+            tgt_mask = causal_mask(end, tgt_in.device)[:, :, start:]
+            cache["length"] = end
+        return self.decoder(y, memory, padding_mask(src, self.cfg.pad_id), tgt_mask, cache)
 
     def forward(self, src, tgt_in):
         check_batch(src, "src")

@@ -1,0 +1,110 @@
+"""Greedy decoding and beam search: the key/value cache changes nothing but speed; search properties."""
+import pytest
+import torch
+
+from transformer import Transformer, TransformerConfig
+from transformer.decode import beam_search, greedy_decode, length_penalty, next_token_logits, sequence_logprob
+
+BOS, EOS, V = 2, 3, 40
+
+
+def make_model(**overrides):
+    torch.manual_seed(0)
+    cfg = TransformerConfig.preset("tiny", max_len=96, **overrides)
+    return Transformer(cfg, V).eval()
+
+
+def sources():
+    g = torch.Generator().manual_seed(1)
+    src = torch.randint(4, V, (5, 9), generator=g)
+    src[1, 6:] = 0
+    src[3, 2:] = 0
+    return src
+
+
+VARIANTS = [{}, {"norm_first": True}, {"positional": "learned"}]
+
+
+@pytest.mark.parametrize("overrides", VARIANTS)
+def test_incremental_logits_equal_full_recomputation(overrides):
+    model, src = make_model(**overrides), sources()
+    memory = model.encode(src)
+    prefix = torch.cat([torch.full((5, 1), BOS), torch.randint(4, V, (5, 12))], dim=1)
+    cache = {}
+    for t in range(1, prefix.size(1) + 1):
+        a = next_token_logits(model, prefix[:, :t], memory, src, cache)
+        b = next_token_logits(model, prefix[:, :t], memory, src)
+        assert torch.allclose(a, b, atol=1e-5), t
+
+
+@pytest.mark.parametrize("overrides", VARIANTS)
+def test_cache_gives_identical_outputs(overrides):
+    model, src = make_model(**overrides), sources()
+    assert torch.equal(greedy_decode(model, src, BOS, EOS), greedy_decode(model, src, BOS, EOS, use_cache=False))
+    assert torch.equal(beam_search(model, src, BOS, EOS), beam_search(model, src, BOS, EOS, use_cache=False))
+
+
+def test_beam_of_one_without_penalty_is_greedy():
+    model, src = make_model(), sources()
+    g, b = greedy_decode(model, src, BOS, EOS), beam_search(model, src, BOS, EOS, beam_size=1, alpha=0.0)
+    n = max(g.size(1), b.size(1))
+    pad = lambda x: torch.nn.functional.pad(x, (0, n - x.size(1)))
+    assert torch.equal(pad(g), pad(b))
+
+
+@pytest.mark.parametrize("decoder", ["greedy", "beam"])
+def test_a_sentence_decodes_the_same_alone_or_in_a_padded_batch(decoder):
+    model, src = make_model(), sources()
+    run = (lambda s: greedy_decode(model, s, BOS, EOS)) if decoder == "greedy" else \
+        (lambda s: beam_search(model, s, BOS, EOS, beam_size=3))
+    batch = run(src)
+    for i in range(src.size(0)):
+        alone_src = src[i:i + 1, :int((src[i] != 0).sum())]
+        alone = run(alone_src)[0]
+        row = batch[i][:alone.size(0)]
+        assert torch.equal(row, alone) and (batch[i][alone.size(0):] == 0).all()
+
+
+def test_output_length_is_input_length_plus_50():
+    model, src = make_model(), torch.randint(4, V, (3, 9))
+    out = greedy_decode(model, src, BOS, -1)     # an end token the model can never choose: run to the limit
+    assert out.shape == (3, 9 + 50) and (out[:, -1] == -1).all()   # forced end at the limit
+
+
+def test_beam_output_never_exceeds_the_limit():
+    model, src = make_model(), sources()
+    out = beam_search(model, src, BOS, EOS, max_extra=2)
+    lengths = (out != 0).sum(1)
+    assert (lengths <= (src != 0).sum(1) + 2).all()
+    assert (out[torch.arange(5), lengths - 1] == EOS).all()
+
+
+def test_max_extra_and_positional_table_bound_the_output():
+    model, src = make_model(), sources()
+    src = src[:, :9].clone().fill_(5)
+    assert greedy_decode(model, src, BOS, -1, max_extra=5).size(1) == 9 + 5
+    assert greedy_decode(model, src, BOS, -1, max_extra=500).size(1) == model.cfg.max_len - 1
+    padded = sources()
+    lengths = (greedy_decode(model, padded, BOS, EOS, max_extra=3) != 0).sum(1)
+    assert (lengths <= (padded != 0).sum(1) + 3).all()
+
+
+def test_beam_finds_at_least_the_greedy_score_on_average():
+    model, src = make_model(), sources()
+    score = lambda out: (sequence_logprob(model, src, out, BOS, EOS)
+                         / length_penalty((out != 0).sum(1).float(), 0.6))
+    assert score(beam_search(model, src, BOS, EOS, beam_size=4)).mean() >= \
+        score(greedy_decode(model, src, BOS, EOS)).mean() - 1e-5
+
+
+def test_decoding_leaves_training_mode_alone():
+    model = make_model().train()
+    greedy_decode(model, sources(), BOS, EOS)
+    beam_search(model, sources(), BOS, EOS)
+    assert model.training
+
+
+def test_over_long_source_is_an_error():
+    model = make_model()
+    with pytest.raises(ValueError, match="longer than the positional table"):
+        greedy_decode(model, torch.randint(4, V, (1, 100)), BOS, EOS)
