@@ -32,9 +32,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--run", help="a training run folder; its averaged model is used")
-    parser.add_argument("--sentences", type=int, default=32)
+    parser.add_argument("--sentences", type=int, nargs="+", default=[32, 128],
+                        help="batch sizes to measure (translate() batches ~80 sentences x beam 4)")
     parser.add_argument("--src-len", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -45,20 +46,21 @@ def main():
     else:
         V = 8000
         model = Transformer(TransformerConfig.preset("small"), V).eval()
-    src = torch.randint(4, V, (args.sentences, args.src_len))
     print(f"{platform.machine()} CPU, {args.threads} threads, torch {torch.__version__}; model N={model.cfg.N} "
-          f"d_model={model.cfg.d_model}, vocabulary {V}; {args.sentences} sentences of {args.src_len} tokens")
-    print(f"{'search':8}{'output length':>15}{'recompute sent/s':>18}{'cached sent/s':>15}{'speed-up':>10}")
-    for name, decode, extras in (("greedy", greedy_decode, (20, 40, 60)), ("beam 4", beam_search, (40,))):
-        for extra in extras:
-            out_len = args.src_len + extra
-            run = lambda use_cache: decode(model, src, 2, -1, max_extra=extra, use_cache=use_cache) \
-                if decode is greedy_decode else decode(model, src, 2, 3, max_extra=extra, use_cache=use_cache)
-            t_plain, out_plain = timed(lambda: run(False), args.repeats)
-            t_cache, out_cache = timed(lambda: run(True), args.repeats)
-            assert torch.equal(out_plain, out_cache), "cache changed the output"
-            print(f"{name:8}{out_len if decode is greedy_decode else f'<= {out_len}':>15}"
-                  f"{args.sentences / t_plain:18.1f}{args.sentences / t_cache:15.1f}{t_plain / t_cache:9.1f}x")
+          f"d_model={model.cfg.d_model}, vocabulary {V}; sources of {args.src_len} tokens")
+    print(f"{'batch':>6} {'search':8}{'output length':>15}{'recompute sent/s':>18}{'cached sent/s':>15}{'speed-up':>10}")
+    for n in args.sentences:
+        src = torch.randint(4, V, (n, args.src_len))
+        for name, decode, extras in (("greedy", greedy_decode, (20, 40, 60)), ("beam 4", beam_search, (40,))):
+            for extra in extras:
+                out_len = args.src_len + extra
+                eos = -1 if decode is greedy_decode else 3   # greedy: never stop, so every output has out_len
+                run = lambda use_cache: decode(model, src, 2, eos, max_extra=extra, use_cache=use_cache)
+                t_plain, out_plain = timed(lambda: run(False), args.repeats)
+                t_cache, out_cache = timed(lambda: run(True), args.repeats)
+                assert torch.equal(out_plain, out_cache), "cache changed the output"
+                length = out_len if decode is greedy_decode else f"<= {out_len}"
+                print(f"{n:>6} {name:8}{length:>15}{n / t_plain:18.1f}{n / t_cache:15.1f}{t_plain / t_cache:9.1f}x")
 
 
 if __name__ == "__main__":

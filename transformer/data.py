@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 
 DATA_ENV = "TRANSFORMER_DATA"
@@ -93,6 +93,18 @@ def _remove(path: Path) -> None:
         pass
 
 
+def copy_stream(src, out, total, desc, progress):
+    """Copy a binary stream in 1 MiB chunks with a progress bar; return the number of bytes."""
+    copied = 0
+    with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, disable=not progress,
+              leave=False) as bar:
+        while chunk := src.read(_CHUNK):
+            out.write(chunk)
+            copied += len(chunk)
+            bar.update(len(chunk))
+    return copied
+
+
 def download(url: str, dest, desc: str | None = None, progress: bool = True) -> Path:
     """Fetch ``url`` to ``dest`` unless it is already there; return ``dest``."""
     dest = Path(dest)
@@ -106,21 +118,11 @@ def download(url: str, dest, desc: str | None = None, progress: bool = True) -> 
         with urllib.request.urlopen(request, timeout=60) as response:
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
-            received = 0
             # Writing to .part and renaming at the end means a download that is
             # killed half-way never leaves a file under the final name, which the
             # "skip if it exists" rule above would otherwise trust forever.
-            with open(part, "wb") as out, tqdm(
-                total=total, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=desc or dest.name, disable=not progress, leave=False,
-            ) as bar:
-                while True:
-                    chunk = response.read(_CHUNK)
-                    if not chunk:
-                        break
-                    out.write(chunk)
-                    received += len(chunk)
-                    bar.update(len(chunk))
+            with open(part, "wb") as out:
+                received = copy_stream(response, out, total, desc or dest.name, progress)
             if total is not None and received != total:
                 # A connection that closes early can look like a clean EOF.
                 raise OSError(f"got {received} bytes, expected {total}")
@@ -177,16 +179,8 @@ def extract_members(archive, members: dict[str, Path], progress: bool = False) -
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 part = dest.with_name(dest.name + ".part")
                 try:
-                    with open(part, "wb") as out, tqdm(
-                        total=info.size, unit="B", unit_scale=True, unit_divisor=1024,
-                        desc=f"extract {name}", disable=not progress, leave=False,
-                    ) as bar:
-                        while True:
-                            chunk = src.read(_CHUNK)
-                            if not chunk:
-                                break
-                            out.write(chunk)
-                            bar.update(len(chunk))
+                    with open(part, "wb") as out:
+                        copy_stream(src, out, info.size, f"extract {name}", progress)
                     os.replace(part, dest)
                     written.append(dest)
                 finally:

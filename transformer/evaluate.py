@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from transformer.data import BOS, EOS, PAD, Vocab, load_split
 from transformer.decode import beam_search, greedy_decode

@@ -185,20 +185,25 @@ class Transformer(nn.Module):
         step) that keeps every layer's keys and values; tgt_in then holds only the new positions.
         """
         check_batch(tgt_in, "tgt_in")
-        check_batch(src, "src")
+        if cache is None or "src_mask" not in cache:   # while decoding, src is checked at the first step only
+            check_batch(src, "src")
         if tgt_in.size(0) != memory.size(0) or src.shape != memory.shape[:2]:
             raise ValueError(f"batch mismatch: tgt_in {tuple(tgt_in.shape)}, memory {tuple(memory.shape)}, "
                              f"src {tuple(src.shape)}")
         start = 0 if cache is None else cache.get("length", 0)
         y = self.dropout(self.tgt_pos(self.tgt_embed(tgt_in), start))
         if cache is None:
-            tgt_mask = decoder_mask(tgt_in, self.cfg.pad_id)
+            src_mask, tgt_mask = padding_mask(src, self.cfg.pad_id), decoder_mask(tgt_in, self.cfg.pad_id)
         else:
-            # new position start+i sees every earlier position (the cached ones are all visible)
+            # new position start+i sees every earlier position (the cached ones are all visible), so one
+            # new position needs no mask at all; the source mask is the same at every step
             end = start + tgt_in.size(1)
-            tgt_mask = causal_mask(end, tgt_in.device)[:, :, start:]
+            tgt_mask = None if tgt_in.size(1) == 1 else causal_mask(end, tgt_in.device)[:, :, start:]
+            if "src_mask" not in cache:
+                cache["src_mask"] = padding_mask(src, self.cfg.pad_id)
+            src_mask = cache["src_mask"]
             cache["length"] = end
-        return self.decoder(y, memory, padding_mask(src, self.cfg.pad_id), tgt_mask, cache)
+        return self.decoder(y, memory, src_mask, tgt_mask, cache)
 
     def forward(self, src, tgt_in):
         check_batch(src, "src")

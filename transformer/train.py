@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from transformer.data import (PAD, BatchStream, ParallelData, TokenArray, Vocab, accumulation_steps, clean_pairs,
                               collate, encode_pairs, load_split, train_bpe)
@@ -107,6 +107,7 @@ def setup_runtime(device=None):
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
+        torch.set_float32_matmul_precision("high")   # TF32 matmuls when training in float32 (--no-amp)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return Runtime(rank, world, device)
@@ -246,8 +247,9 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
         net = torch.compile(net, dynamic=True)
     writer = tensorboard_writer(out_dir) if rt.main else None
     budget = profile.max_minutes * 60 if profile.max_minutes else float("inf")
-    bar = tqdm(total=profile.max_steps, initial=step, disable=not (progress and rt.main), unit="step",
-               desc=profile.name, dynamic_ncols=True)
+    # with a time budget the step count at the end is unknown: the bar counts steps and shows minutes
+    bar = tqdm(total=None if profile.max_minutes else profile.max_steps, initial=step, unit="step",
+               desc=profile.name, dynamic_ncols=True, disable=not (progress and rt.main))
     if rt.main:
         log(f"{profile.name}: {model.num_parameters():,} parameters on {rt.world} × {rt.device.type}; "
             f"{accum} batch(es) of ≤{micro_tokens} tokens per device per step")
@@ -259,7 +261,7 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
         group = stream.next_group(accum * rt.world)   # every process draws the same global batches
         n_tgt = sum(int(stream.tgt_len[b].sum()) for b in group)
         n_src = sum(int(stream.src_len[b].sum()) for b in group)
-        sums = torch.zeros(2, dtype=torch.float64)
+        sums = torch.zeros(2, dtype=torch.float64, device=rt.device)   # stays on the GPU: one sync per step
         mine = group[rt.rank::rt.world]
         for m, idx in enumerate(mine):
             torch.manual_seed(batch_seed(profile.seed, step, m * rt.world + rt.rank))
@@ -269,7 +271,7 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
                 logits = net(src, tgt_in)
                 loss, nll, _ = label_smoothed_nll(logits, tgt_out, cfg.eps_ls, PAD)
                 (loss * (rt.world / n_tgt)).backward()
-            sums += torch.stack([loss.detach().double().cpu(), nll.detach().double().cpu()])
+            sums += torch.stack([loss.detach().double(), nll.detach().double()])
         if rt.world > 1:
             dist.all_reduce(sums)
         lr = optimizer.param_groups[0]["lr"]
@@ -289,7 +291,7 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
                     writer.add_scalar(f"train/{key}", row[key], step)
             bar.update(1)
             bar.set_postfix(loss=f"{loss_tok:.3f}", lr=f"{lr:.2e}", tok_s=f"{row['tokens_per_s']:.0f}",
-                            min=f"{row['elapsed_s'] / 60:.1f}")
+                            min=f"{row['elapsed_s'] / 60:.1f}" + (f"/{profile.max_minutes:g}" if profile.max_minutes else ""))
             if step % profile.eval_every == 0:
                 scores = dev_loss(model, dev, micro_tokens, cfg.eps_ls, rt, profile)
                 append_log(out_dir / "dev_log.csv", DEV_FIELDS, dict(step=step, elapsed_s=now - start, **scores))
