@@ -12,7 +12,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.evaluate import evaluate_run, load_model, sacre_bleu, translate  # noqa: E402
-from transformer.train import get_profile, train  # noqa: E402
+from transformer.train import get_profile, git_commit, train  # noqa: E402
 
 
 def cpu_name():
@@ -33,13 +32,6 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def git(*args):
-    try:
-        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def main():
@@ -71,7 +63,7 @@ def main():
         "command": "python scripts/multi30k_cpu.py",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit_training": sorted({r["commit"] for r in run_info if r["commit"]}),
-        "commit_evaluation": git("rev-parse", "HEAD"),
+        "commit_evaluation": git_commit(),
         "hardware": {"cpu": cpu_name(), "cores": os.cpu_count(),
                      "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
                      "gpu": None},

@@ -38,7 +38,7 @@ def test_empty_corpus(tmp_path):
 
 def test_undecodable_bytes_give_file_and_line(tmp_path):
     bad = write(tmp_path / "bad.de", b"gut\nauch gut\nkaputt \xff hier\n")
-    with pytest.raises(ValueError, match=r"bad\.de, line 3: not valid UTF-8"):
+    with pytest.raises(ValueError, match=r"bad\.de: line 3 is not valid UTF-8"):
         read_lines(bad)
 
 

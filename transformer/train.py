@@ -19,8 +19,8 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from transformer.data import (PAD, BatchStream, ParallelData, TokenArray, Vocab, accumulation_steps, clean_pairs,
-                              collate, encode_pairs, load_split, train_bpe)
+from transformer.data import (PAD, BatchStream, ParallelData, TokenArray, Vocab, accumulation_steps, atomic_file,
+                              clean_pairs, collate, encode_pairs, load_split, train_bpe)
 from transformer.loss import label_smoothed_nll
 from transformer.model import Transformer, TransformerConfig
 from transformer.optim import build_optimizer
@@ -147,12 +147,14 @@ def prepare_data(profile, out_dir, rt, data_root=None, log=print):
 
 
 def atomic_save(obj, path):
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    with atomic_file(path, ".tmp") as tmp:
+        torch.save(obj, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())    # the bytes are on disk before the rename makes them the checkpoint
+
+
+def checkpoint_file(out_dir, step):
+    return Path(out_dir) / "checkpoints" / f"step_{step:07d}.pt"
 
 
 def checkpoint_paths(out_dir):
@@ -225,7 +227,7 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
     accum = accumulation_steps(profile.tokens_per_step, micro_tokens, rt.world)
     stream = BatchStream(data, micro_tokens, seed=profile.seed)
 
-    step, elapsed, ckpt = 0, 0.0, None
+    step, elapsed = 0, 0.0
     ckpt, ckpt_path = load_latest_checkpoint(out_dir, log)
     if ckpt is not None:
         model.load_state_dict(ckpt["model"])
@@ -307,7 +309,7 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
     summary = None
     if rt.main:
         paths = checkpoint_paths(out_dir)
-        if not paths or paths[-1].name != f"step_{step:07d}.pt":
+        if not paths or paths[-1] != checkpoint_file(out_dir, step):
             save_checkpoint(out_dir, step, model, optimizer, scheduler, stream, time.time() - start,
                             profile, cfg, vocab)
         if writer:
@@ -336,7 +338,7 @@ def save_checkpoint(out_dir, step, model, optimizer, scheduler, stream, elapsed,
         "stream": stream.state_dict(), "rng": capture_rng(),
         "profile": asdict(profile), "model_config": asdict(cfg), "vocab": vocab.proto,
     }
-    atomic_save(state, Path(out_dir) / "checkpoints" / f"step_{step:07d}.pt")
+    atomic_save(state, checkpoint_file(out_dir, step))
     for old in checkpoint_paths(out_dir)[:-max(profile.keep_last, profile.average_last)]:
         old.unlink()
 
@@ -348,14 +350,19 @@ def command_line():
     return " ".join(argv)
 
 
-def record_run_info(out_dir, rt):
-    """Where and from which code a run (or each resumption of it) ran: run_info.json."""
+def git_commit():
+    """The commit of the code this package was imported from, or None outside a git checkout."""
     import subprocess
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent, timeout=10).stdout.strip() or None
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
-        commit = None
+        return None
+
+
+def record_run_info(out_dir, rt):
+    """Where and from which code a run (or each resumption of it) ran: run_info.json."""
+    commit = git_commit()
     info_path = Path(out_dir) / "run_info.json"
     runs = json.loads(info_path.read_text()) if info_path.exists() else []
     runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit, "host": platform.node(),
@@ -396,12 +403,10 @@ def truncate_log(path, fields, step):
         return
     with open(path, newline="") as f:
         rows = [r for r in csv.DictReader(f) if int(r["step"]) <= step]
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic_file(path, ".tmp") as tmp, open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    os.replace(tmp, path)
 
 
 def read_log(path):
