@@ -35,9 +35,10 @@ export: $(STAMP)
 	$(PY) tools/export_package.py
 
 benchmark: $(STAMP)
-	$(PY) benchmarks/train_throughput.py
+	$(PY) benchmarks/train_step.py
 	$(PY) benchmarks/decode_cache.py
 	$(PY) benchmarks/cpu_training.py
+	$(PY) benchmarks/gpu_step.py --smoke
 
 # The book's real result (about an hour on a 2-core CPU): trains, evaluates, writes results/multi30k-cpu/
 result: $(STAMP)

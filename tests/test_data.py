@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 import torch
 
+from transformer.corpora import fetch, load_split
 from transformer.data import (BOS, EOS, PAD, BatchStream, ParallelData, TokenArray, accumulation_steps, clean_pairs,
-                              collate, encode_pairs, fetch, load_split, read_lines, read_parallel, token_batches,
+                              collate, encode_pairs, read_lines, read_parallel, split_batch, token_batches,
                               train_bpe)
 
 
@@ -150,7 +151,7 @@ def test_batch_stream_resumes_and_splits_like_accumulation():
     resumed.load_state_dict(other.state_dict())
     for g in groups[17:]:
         assert all(np.array_equal(a, b) for a, b in zip(g, resumed.next_group(2)))
-    with pytest.raises(ValueError, match="seed/max_tokens"):
+    with pytest.raises(ValueError, match="seed=5 and 60 tokens per batch; this run has seed=5 and 61"):
         BatchStream(data, max_tokens=61, seed=5).load_state_dict(other.state_dict())
 
 

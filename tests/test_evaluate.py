@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from transformer.data import train_bpe, load_split
+from transformer.corpora import load_split
+from transformer.data import train_bpe
 from transformer.evaluate import (average_checkpoints, load_model, sacre_bleu, split_compounds, tokenized_bleu,
                                   translate)
 from transformer import Transformer, TransformerConfig

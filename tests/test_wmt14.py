@@ -6,6 +6,7 @@ formats of the real statmt.org archives, and served through file:// URLs.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import random
 import re
@@ -16,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import transformer.data as wmt14
-from transformer.data import (
+import transformer.corpora as wmt14
+from transformer.corpora import (
     WMT14_SOURCES,
     ArchiveError,
     download,
@@ -207,7 +208,7 @@ def test_prepare_writes_exact_outputs(tmp_path, urls):
     assert read_lines(out["newstest2014.de"]) == TEST_DE
     # The archives are kept (named as upstream) and nothing temporary is left.
     assert sorted(p.name for p in (d / "downloads").iterdir()) == sorted(
-        v["url"].rsplit("/", 1)[-1] for v in WMT14_SOURCES.values())
+        [v["url"].rsplit("/", 1)[-1] for v in WMT14_SOURCES.values()] + ["checksums.json"])
     assert leftovers(root) == []
 
 
@@ -238,7 +239,7 @@ def test_existing_test_sets_only_fetch_training_archives(tmp_path):
         (d / name).write_text(f"kept {name}\n", encoding="utf-8")
 
     out = prepare_wmt14(tmp_path / "cache", urls=urls, progress=False)
-    assert sorted(p.name for p in (d / "downloads").iterdir()) == [
+    assert sorted(p.name for p in (d / "downloads").iterdir()) == ["checksums.json",
         "training-parallel-commoncrawl.tgz", "training-parallel-europarl-v7.tgz", "training-parallel-nc-v9.tgz"]
     assert read_lines(out["train.en"]) == TRAIN_EN
     assert out["newstest2014.de"].read_text(encoding="utf-8") == "kept newstest2014.de\n"
@@ -436,3 +437,32 @@ def test_killed_download_then_retry(tmp_path, monkeypatch):
     download(src.as_uri(), dest, progress=False)
     assert dest.read_bytes() == b"complete"
     assert list(dest.parent.iterdir()) == [dest]
+
+
+# --------------------------------------------------------------- checksums --
+
+def test_published_checksums_are_the_tfds_values_for_the_three_training_archives():
+    assert set(wmt14.PUBLISHED_CHECKSUMS) == set(wmt14.TRAIN_KEYS)
+    assert wmt14.PUBLISHED_CHECKSUMS["news_commentary_v9"][0] == 80418416
+
+
+def test_a_checksum_is_recorded_at_the_first_download_and_checked_after(tmp_path):
+    path, record = tmp_path / "archive.tgz", tmp_path / "checksums.json"
+    path.write_bytes(b"the bytes of the first download")
+    size, sha = wmt14.verify_download(path, record=record)
+    assert size == 31 and sha == hashlib.sha256(b"the bytes of the first download").hexdigest()
+    assert wmt14.verify_download(path, record=record) == (size, sha)      # same file: accepted
+    path.write_bytes(b"the bytes of another file!!!!!!")                   # same size, other content
+    with pytest.raises(wmt14.DownloadError, match=r"archive.tgz has 31 bytes and SHA-256 .* recorded at its first"):
+        wmt14.verify_download(path, record=record)
+
+
+def test_a_published_checksum_that_does_not_match_stops_the_preparation(tmp_path, urls, monkeypatch):
+    monkeypatch.setattr(wmt14, "PUBLISHED_CHECKSUMS", {"europarl_v7": (1, "0" * 64)})
+    canonical = {k: v for k, v in urls.items() if k != "europarl_v7"}   # europarl from the canonical name
+    downloads = tmp_path / "cache" / "wmt14-en-de" / "downloads"
+    downloads.mkdir(parents=True)
+    shutil.copy(urls["europarl_v7"].removeprefix("file://"), downloads / "training-parallel-europarl-v7.tgz")
+    with pytest.raises(wmt14.DownloadError, match=r"the published checksum is 1 bytes"):
+        prepare_wmt14(tmp_path / "cache", urls=canonical, progress=False)
+    assert not (tmp_path / "cache" / "wmt14-en-de" / "train.en").exists()

@@ -16,7 +16,7 @@ from transformer.data import Vocab
 from transformer.decode import beam_search, greedy_decode
 from transformer.loss import label_smoothed_nll
 from transformer.optim import build_optimizer, rate
-from transformer.attention import MultiHeadAttention, attention, causal_mask, decoder_mask, padding_mask
+from transformer.attention import CAUSAL, MultiHeadAttention, attention, causal_mask, decoder_mask, padding_mask
 from transformer.embeddings import Embeddings, OutputProjection, tie_weights
 from transformer.feed_forward import PositionwiseFeedForward
 from transformer.layers import Decoder, DecoderLayer, Encoder, EncoderLayer, SublayerConnection
@@ -25,7 +25,7 @@ from transformer.positional import LearnedPositionalEmbedding, SinusoidalPositio
 
 __all__ = [
     "Transformer", "TransformerConfig", "PRESETS",
-    "attention", "MultiHeadAttention", "padding_mask", "causal_mask", "decoder_mask",
+    "attention", "MultiHeadAttention", "padding_mask", "causal_mask", "decoder_mask", "CAUSAL",
     "SublayerConnection", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder",
     "PositionwiseFeedForward", "Embeddings", "OutputProjection", "tie_weights",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "sinusoidal_table",

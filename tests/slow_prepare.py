@@ -1,0 +1,21 @@
+"""torchrun entry point for tests/test_train.py: the trainer, with a data preparation that takes longer
+than the process group's timeout (as learning BPE on 4.5M pairs takes longer than NCCL's 10 minutes)."""
+import datetime
+import sys
+import time
+
+import transformer.train as trainer
+
+SLOW_S, TIMEOUT_S = 6, 3
+trainer.DIST_TIMEOUT = datetime.timedelta(seconds=TIMEOUT_S)
+learn_bpe = trainer.train_bpe
+
+
+def slow_train_bpe(*args, **kwargs):
+    print(f"slow preparation: {SLOW_S} s, process group timeout {TIMEOUT_S} s", flush=True)
+    time.sleep(SLOW_S)
+    return learn_bpe(*args, **kwargs)
+
+
+trainer.train_bpe = slow_train_bpe
+trainer.main(sys.argv[1:])

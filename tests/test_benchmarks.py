@@ -1,0 +1,97 @@
+"""The training-step benchmarks run (tiny shapes, CPU, one thread) and print what they promise.
+
+benchmarks/train_step.py and benchmarks/gpu_step.py --smoke run in subprocesses with OMP_NUM_THREADS=1 on the
+WMT news test sets; they need the offline corpora (../shared/data, or $TRANSFORMER_DATA). Without them the
+tests skip, unless $CI is set, where they fail.
+"""
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+try:
+    from transformer.corpora import WMT_NEWS_TRAIN as NEWS_SETS     # the files of the `wmt-news` training split
+except ImportError:
+    NEWS_SETS = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011", "newstest2012",
+                 "newstest2015", "newstest2016", "newstest2017", "newstest2018"]
+
+
+def data_root():
+    """The corpus folder the benchmarks will read; skips (fails under CI) when the WMT news sets are missing."""
+    root = Path(os.environ.get("TRANSFORMER_DATA") or SHARED)
+    missing = [f"{s}.{lang}" for s in NEWS_SETS for lang in ("en", "de") if not (root / "wmt14-en-de" / f"{s}.{lang}").is_file()]
+    if missing:
+        message = (f"the WMT news test sets are missing from {root / 'wmt14-en-de'} ({len(missing)} files, e.g. "
+                   f"{missing[0]}); the offline corpora are expected at {SHARED} or $TRANSFORMER_DATA")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return root
+
+
+def run_script(name, *args, timeout=300):
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TRANSFORMER_DATA=str(data_root()))
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{name} exited with {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_train_step_benchmark_tiny():
+    out = run_script("train_step.py", "--preset", "tiny", "--vocab", "1000", "--rounds", "1", "--warmup", "1",
+                     "--batches", "2", "--max-tokens", "400", "--bpe-pairs", "2000", "--threads", "1")
+    assert "1 threads" in out and "preset tiny" in out and "vocabulary 1000" in out
+    ours, ref = re.search(r"parameters: ours ([\d,]+), reference ([\d,]+)", out).groups()
+    assert ours == ref, "the reference must have exactly our parameters"
+    for variant in ("ours", "reference"):
+        row = re.search(rf"^{variant} +([\d.]+) +(\d+) +(\d+) +([\d.]+)x +(\d+)-(\d+)$", out, re.M)
+        assert row, f"no row for {variant}:\n{out}"
+        assert float(row.group(1)) > 0 and int(row.group(2)) > 0
+    assert re.search(r"^ours/reference: \d+\.\d\dx", out, re.M)
+
+
+def test_gpu_step_smoke_on_cpu():
+    out = run_script("gpu_step.py", "--smoke")
+    assert out.startswith("device: CPU")
+    assert "precision: fp32" in out and "torch.compile: eager" in out
+    assert re.search(r"joint BPE of 1000 pieces", out)
+    assert re.search(r"measured CPU matmul rate: [\d.]+ TFLOP/s", out)
+    assert re.search(r"model FLOPs per step \(analytic, non-pad tokens\): [\d.]+ TFLOP", out)
+    for variant in ("ours", "reference"):
+        assert re.search(rf"^CPU {variant}: target tokens/s \d+; MFU [\d.]+%; projected 100000 steps: [\d.]+ h",
+                         out, re.M), out
+        assert re.search(rf"^{variant} .* n/a \(CPU\)", out, re.M), out
+    assert re.search(r"^CPU ours/reference: \d+\.\d\dx", out, re.M)
+    assert "CPU process peak resident memory" in out
+    assert "cuda" not in out.lower() and "gpu" not in out.lower()
+
+
+def load_gpu_step():
+    spec = importlib.util.spec_from_file_location("gpu_step", ROOT / "benchmarks" / "gpu_step.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("which", ["ours", "reference"])
+def test_model_flops_match_the_flop_counter(which):
+    """The analytic MFU numerator equals what FlopCounterMode counts for forward + backward of an unpadded batch."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformer import Transformer, TransformerConfig
+
+    gpu_step = load_gpu_step()
+    cfg, V, B, S, T = TransformerConfig.preset("tiny", P_drop=0.0), 50, 3, 7, 5
+    model = Transformer(cfg, V) if which == "ours" else gpu_step.TorchReference(cfg, V)
+    src, tgt_in = torch.randint(4, V, (B, S)), torch.randint(4, V, (B, T))
+    # the math backend runs attention as batched matmuls, which the counter sees on the CPU
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        model(src, tgt_in).sum().backward()
+    assert counter.get_total_flops() == gpu_step.model_flops(cfg, V, [S] * B, [T] * B)
