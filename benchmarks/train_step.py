@@ -52,7 +52,7 @@ from transformer import data as tdata  # noqa: E402
 from transformer.model import Transformer, TransformerConfig  # noqa: E402
 from transformer.optim import build_optimizer, rate  # noqa: E402
 from transformer.positional import sinusoidal_table  # noqa: E402
-from transformer.train import Runtime, train_step  # noqa: E402
+from transformer.train import Runtime, cpu_name, train_step  # noqa: E402
 
 from transformer.corpora import load_split  # noqa: E402
 
@@ -178,15 +178,6 @@ def cpu_fused_adam_supported():
     except (RuntimeError, TypeError, ValueError):
         return False
 
-
-def cpu_name():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def adam_kind(optimizer):

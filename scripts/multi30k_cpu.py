@@ -10,7 +10,6 @@ with sacreBLEU. Everything the book shows is written to results/multi30k-cpu/: r
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -21,17 +20,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.evaluate import evaluate_run, load_model, sacre_bleu, translate  # noqa: E402
-from transformer.train import get_profile, git_commit, train  # noqa: E402
-
-
-def cpu_name():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from transformer.train import cpu_name, get_profile, git_commit, train  # noqa: E402
 
 
 def main():

@@ -5,7 +5,7 @@ import torch
 
 from transformer.corpora import fetch, load_split
 from transformer.data import (BOS, EOS, PAD, BatchStream, ParallelData, TokenArray, accumulation_steps, clean_pairs,
-                              collate, encode_pairs, read_lines, read_parallel, split_batch, token_batches,
+                              collate, encode_pairs, read_lines, read_parallel, token_batches,
                               train_bpe)
 
 

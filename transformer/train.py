@@ -8,7 +8,7 @@ __all__ = [
     "init_distributed", "barrier", "data_manifest", "check_run_data", "prepare_data", "batch_seed",
     "autocast", "train_step", "HostSyncCounter", "StepData", "StepFeeder", "LOG_FIELDS",
     "DEV_FIELDS", "BUDGET_CHECK_EVERY", "train", "stop_now", "dev_loss", "save_state",
-    "check_same_model", "command_line", "git_commit", "record_run_info", "append_log",
+    "check_same_model", "command_line", "git_commit", "cpu_name", "record_run_info", "append_log",
     "truncate_log", "read_log", "tensorboard_writer", "parse_overrides", "main",
 ]
 
@@ -522,13 +522,24 @@ def git_commit():
         return None
 
 
+def cpu_name():
+    """The processor's model name (from /proc/cpuinfo on Linux), for results records."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def record_run_info(out_dir, rt):
     """Where and from which code a run (or each resumption of it) ran: run_info.json."""
     commit = git_commit()
     info_path = Path(out_dir) / "run_info.json"
     runs = json.loads(info_path.read_text()) if info_path.exists() else []
     runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit, "host": platform.node(),
-                 "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+                 "cpu": cpu_name(), "cpu_count": os.cpu_count(),
                  "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "device": str(rt.device),
                  "gpu": torch.cuda.get_device_name(rt.device) if rt.device.type == "cuda" else None,
                  "world_size": rt.world, "command": command_line()})
