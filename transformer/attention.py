@@ -103,16 +103,15 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x_q, x_kv, mask=None, cache=None):
         q, k, v = self.project(x_q, x_kv, cache)
-        dropout_p = self.attn_drop if self.training else 0.0
-        if isinstance(mask, str):   # CAUSAL: every query sees at least key 0, so no row is empty
-            out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
-            return self.out_proj(self.merge_heads(out))
-        empty = None
-        if mask is not None:
+        empty, is_causal = None, isinstance(mask, str)
+        if is_causal:   # CAUSAL: the kernel applies the pattern; every query sees key 0, so no row is empty
+            mask = None
+        elif mask is not None:
             # Queries that may see no key: let the kernel see every key (never a 0/0), then zero them.
             empty = ~mask.any(dim=-1, keepdim=True)
             mask = mask | empty
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
+                                             dropout_p=self.attn_drop if self.training else 0.0)
         if empty is not None:
             out = out.masked_fill(empty, 0.0)
         return self.out_proj(self.merge_heads(out))

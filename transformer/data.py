@@ -244,13 +244,6 @@ def collate(data, indices, pad_id=PAD, vocab_size=None):
     B = len(indices)
     src_seqs = [data.src[i] for i in indices]
     tgt_seqs = [data.tgt[i] for i in indices]
-    if vocab_size is not None:
-        for side, seqs in (("source", src_seqs), ("target", tgt_seqs)):
-            for i, s in zip(indices, seqs):
-                if len(s) and (s.min() < 0 or s.max() >= vocab_size):
-                    bad = s.min() if s.min() < 0 else s.max()
-                    raise ValueError(f"{side} sentence {i} contains id {bad}, outside the vocabulary "
-                                     f"[0, {vocab_size}): was the data encoded with another vocabulary?")
     S = max(len(s) for s in src_seqs) + 1
     T = max(len(t) for t in tgt_seqs) + 1
     src = torch.full((B, S), pad_id, dtype=torch.long)
@@ -263,6 +256,13 @@ def collate(data, indices, pad_id=PAD, vocab_size=None):
         tgt_in[b, 1:len(t) + 1] = torch.from_numpy(t.astype(np.int64))
         tgt_out[b, :len(t)] = tgt_in[b, 1:len(t) + 1]
         tgt_out[b, len(t)] = EOS
+    if vocab_size is not None:      # one range test per side; the offending sentence is looked up on failure
+        for side, ids in (("source", src), ("target", tgt_out)):
+            outside = (ids < 0) | (ids >= vocab_size)
+            if outside.any():
+                row, col = outside.nonzero()[0].tolist()
+                raise ValueError(f"{side} sentence {indices[row]} contains id {ids[row, col].item()}, outside the "
+                                 f"vocabulary [0, {vocab_size}): was the data encoded with another vocabulary?")
     return src, tgt_in, tgt_out
 
 

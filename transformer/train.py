@@ -340,12 +340,11 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
     rt = runtime_from_env(device)
     out_dir = Path(out_dir)
     log = log or (lambda msg: tqdm.write(msg) if rt.main else None)
+    vocab, data, dev = prepare_data(profile, out_dir, rt, data_root, log)   # refuses other data settings first
     if rt.main:
-        check_run_data(profile, out_dir)
         (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
         (out_dir / "profile.json").write_text(json.dumps(asdict(profile), indent=1))
         record_run_info(out_dir, rt)
-    vocab, data, dev = prepare_data(profile, out_dir, rt, data_root, log)
     init_distributed(rt)
 
     torch.manual_seed(profile.seed)
