@@ -13,7 +13,7 @@ export TRANSFORMER_DATA := $(abspath ../shared/data)
 endif
 endif
 
-.PHONY: install book test export check-export benchmark result clean
+.PHONY: install book test export check-export benchmark result mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -46,3 +46,8 @@ result: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# Mutation testing of the core modules (about an hour on 2 cores; not part of CI): see tools/mutation.py
+mutation: $(STAMP)
+	$(PIP) install -q -c constraints.txt -e '.[mutation]'
+	$(PY) tools/mutation.py

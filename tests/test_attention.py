@@ -86,3 +86,66 @@ def test_attention_weights_are_the_ones_the_module_uses():
     _, _, v = mha.project(x, mem)
     rebuilt = mha.out_proj(mha.merge_heads(w @ v))
     torch.testing.assert_close(rebuilt, mha(x, mem, padding_mask(ids, 0)), atol=1e-10, rtol=0)
+
+
+# ------------------------------------------- rows that see nothing, dropout, cache --
+
+def test_a_query_row_that_sees_nothing_outputs_zero_while_the_others_attend():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 3, 4), torch.randn(1, 2, 4), torch.randn(1, 2, 4)
+    mask = torch.tensor([[[True, True], [False, False], [True, False]]])   # [1, 3, 2]: row 1 sees no key
+    out, weights = attention(q, k, v, mask)
+    assert torch.equal(out[0, 1], torch.zeros(4)) and torch.equal(weights[0, 1], torch.zeros(2))
+    torch.testing.assert_close(out[0, 2], v[0, 0])
+    mha = MultiHeadAttention(8, 2)
+    x, y = torch.randn(1, 3, 8), torch.randn(1, 2, 8)
+    got = mha(x, y, mask)
+    # before W^O the empty row is 0, so after it only the output bias remains
+    torch.testing.assert_close(got[0, 1], mha.out_proj.bias.detach())
+    assert torch.isfinite(got).all()
+
+
+def test_explicit_attention_applies_the_dropout_it_is_given():
+    torch.manual_seed(0)
+    q = k = v = torch.randn(2, 6, 4)
+    plain, w = attention(q, k, v)
+    dropped, w_drop = attention(q, k, v, dropout=torch.nn.Dropout(0.5).train())
+    kept = w_drop != 0
+    assert 0 < kept.float().mean() < 1
+    torch.testing.assert_close(w_drop[kept], w[kept] * 2)
+    torch.testing.assert_close(dropped, w_drop @ v)
+
+
+def test_attention_dropout_acts_in_training_only():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, attn_drop=0.5)
+    x = torch.randn(2, 7, 16)
+    mha.eval()
+    clean = mha(x, x)
+    torch.testing.assert_close(mha(x, x), clean)                    # deterministic in evaluation
+    no_drop = MultiHeadAttention(16, 2)
+    no_drop.load_state_dict(mha.state_dict())
+    torch.testing.assert_close(no_drop.eval()(x, x), clean)          # and equal to no dropout at all
+    mha.train()
+    a, b = mha(x, x), mha(x, x)
+    assert not torch.allclose(a, clean) and not torch.allclose(a, b)
+
+
+def test_cached_cross_attention_reuses_the_memory_keys_with_all_biases():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2)
+    with torch.no_grad():
+        mha.in_proj.bias.normal_()                                     # the model starts them at 0
+    memory, y = torch.randn(2, 5, 16), torch.randn(2, 3, 16)
+    cache = {}
+    first = mha(y[:, :1], memory, cache=cache)
+    torch.testing.assert_close(first, mha(y[:, :1], memory))
+    # the second step reads keys and values from the cache: a different memory no longer matters
+    second = mha(y[:, 1:2], torch.zeros_like(memory), cache=cache)
+    torch.testing.assert_close(second, mha(y[:, 1:2], memory))
+
+
+def test_masks_are_made_on_the_ids_device():
+    ids = torch.tensor([[5, 6, 0]], device="meta")
+    assert causal_mask(3, ids.device).device.type == "meta"
+    assert decoder_mask(ids, 0).device.type == "meta"

@@ -14,26 +14,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import need_corpus
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
-try:
-    from transformer.corpora import WMT_NEWS_TRAIN as NEWS_SETS     # the files of the `wmt-news` training split
-except ImportError:
-    NEWS_SETS = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011", "newstest2012",
-                 "newstest2015", "newstest2016", "newstest2017", "newstest2018"]
 
 
 def data_root():
-    """The corpus folder the benchmarks will read; skips (fails under CI) when the WMT news sets are missing."""
-    root = Path(os.environ.get("TRANSFORMER_DATA") or SHARED)
-    missing = [f"{s}.{lang}" for s in NEWS_SETS for lang in ("en", "de") if not (root / "wmt14-en-de" / f"{s}.{lang}").is_file()]
-    if missing:
-        message = (f"the WMT news test sets are missing from {root / 'wmt14-en-de'} ({len(missing)} files, e.g. "
-                   f"{missing[0]}); the offline corpora are expected at {SHARED} or $TRANSFORMER_DATA")
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return root
+    """The corpus folder the benchmarks will read (the WMT news test sets); skips, or fails under CI, without them."""
+    return need_corpus("wmt-news", "train")
 
 
 def run_script(name, *args, timeout=300):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from transformer import PRESETS, Transformer, TransformerConfig
+from transformer import PRESETS, MultiHeadAttention, Transformer, TransformerConfig
 
 # Table 3 of the paper: the fields each row changes relative to the base model.
 TABLE3 = {
@@ -53,3 +53,37 @@ def test_base_parameter_count_matches_the_formula():
     with torch.device("meta"):
         model = Transformer(TransformerConfig.preset("base"), 37000, 37000)
     assert model.num_parameters() == expected_base_parameters(37000)
+
+
+def test_the_model_is_wired_from_its_config():
+    cfg = TransformerConfig(N=1, d_model=16, d_ff=32, h=2, d_k=5, d_v=3, attn_drop=0.2, layer_norm_eps=1e-3,
+                            positional="learned", max_len=20)
+    for norm_first in (False, True):
+        model = Transformer(TransformerConfig(**{**cfg.__dict__, "norm_first": norm_first}), 30)
+        attn = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+        assert len(attn) == 3 and all((a.d_k, a.d_v, a.attn_drop) == (5, 3, 0.2) for a in attn)
+        norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+        assert len(norms) == 5 + 2 * norm_first and all(n.eps == 1e-3 for n in norms)
+        assert model.src_pos.table.num_embeddings == model.tgt_pos.table.num_embeddings == 20
+
+
+def test_layers_default_to_the_paper_s_settings():
+    from transformer.layers import DecoderLayer, EncoderLayer, SublayerConnection
+    attn, ffn = MultiHeadAttention(8, 2), torch.nn.Linear(8, 8)
+    layers = [SublayerConnection(8), *EncoderLayer(8, attn, ffn).sublayers, *DecoderLayer(8, attn, attn, ffn).sublayers]
+    for s in layers:
+        assert (s.dropout.p, s.norm.eps, s.norm_first) == (0.1, 1e-6, False)
+    assert EncoderLayer(8, attn, ffn, eps=1e-3).sublayers[0].norm.eps == 1e-3
+    assert DecoderLayer(8, attn, attn, ffn, eps=1e-3).sublayers[2].norm.eps == 1e-3
+
+
+def test_initial_weights_have_the_stated_spread():
+    """Embeddings, output layer and learned positions start as N(0, 1/d_model)."""
+    from transformer.embeddings import Embeddings, OutputProjection
+    from transformer.positional import LearnedPositionalEmbedding
+    torch.manual_seed(0)
+    d = 64
+    for w in (Embeddings(2000, d).lut.weight, OutputProjection(d, 2000).proj.weight,
+              LearnedPositionalEmbedding(d, 2000).table.weight):
+        assert abs(w.mean().item()) < 0.005 and abs(w.std().item() - d ** -0.5) < 0.005
+    assert OutputProjection(d, 10).proj.bias is None

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.conftest import need_corpus
 from transformer.corpora import fetch, load_split
 from transformer.data import (BOS, EOS, PAD, BatchStream, ParallelData, TokenArray, accumulation_steps, clean_pairs,
                               collate, encode_pairs, read_lines, read_parallel, token_batches,
@@ -63,12 +64,14 @@ def test_cleaning_rules():
 
 
 def test_multi30k_from_the_cache_directory():
+    need_corpus("multi30k", "test")
     pairs = load_split("multi30k", "test")
     assert len(pairs) == 1000 and all(s and t for s, t in pairs)
 
 
 @pytest.fixture(scope="module")
 def vocab():
+    need_corpus("multi30k", "dev")
     pairs = load_split("multi30k", "dev")
     return train_bpe(pairs, vocab_size=500)
 

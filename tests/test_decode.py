@@ -108,3 +108,26 @@ def test_over_long_source_is_an_error():
     model = make_model()
     with pytest.raises(ValueError, match="longer than the positional table"):
         greedy_decode(model, torch.randint(4, V, (1, 100)), BOS, EOS)
+
+
+def test_several_new_positions_at_once_continue_a_cached_prefix():
+    model, src = make_model(), sources()
+    memory = model.encode(src)
+    prefix = torch.cat([torch.full((5, 1), BOS), torch.randint(4, V, (5, 6))], dim=1)
+    full = model.decode(prefix, memory, src)
+    cache = {}
+    first = model.decode(prefix[:, :2], memory, src, cache)       # two positions, then five more, cached
+    rest = model.decode(prefix[:, 2:], memory, src, cache)
+    assert cache["length"] == 7
+    torch.testing.assert_close(torch.cat([first, rest], dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_the_memory_keys_are_computed_once_while_decoding():
+    model, src = make_model(), sources()
+    memory = model.encode(src)
+    prefix = torch.cat([torch.full((5, 1), BOS), torch.randint(4, V, (5, 2))], dim=1)
+    cache = {}
+    next_token_logits(model, prefix[:, :1], memory, src, cache)
+    # from the second step on, encoder-decoder attention reads the cached keys: the memory passed is unused
+    cached = next_token_logits(model, prefix[:, :2], torch.zeros_like(memory), src, cache)
+    torch.testing.assert_close(cached, next_token_logits(model, prefix[:, :2], memory, src), atol=1e-5, rtol=1e-5)

@@ -74,3 +74,59 @@ def test_unknown_preset_lists_the_choices():
 def test_vocab_must_hold_the_padding_id():
     with pytest.raises(ValueError, match="src_vocab must be an integer larger than pad_id=0"):
         Transformer(TransformerConfig.preset("tiny"), 0, 10)
+
+
+# ------------------------------------------------------------ the exact messages --
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(N=0), r"^TransformerConfig\.N must be a positive integer, got 0$"),
+    (dict(d_k=0), r"^TransformerConfig\.d_k must be a positive integer, got 0$"),
+    (dict(d_model=7, h=1), r"^sinusoidal positions need an even d_model, got 7$"),
+    (dict(pad_id=-1), r"^pad_id must be a token id \(>= 0\), got -1$"),
+])
+def test_config_messages(fields, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerConfig(**fields)
+
+
+def test_one_wide_heads_are_allowed():
+    cfg = TransformerConfig(d_k=1, d_v=1)
+    assert (cfg.d_k, cfg.d_v) == (1, 1)
+
+
+def test_vocabulary_sizes_are_named_in_the_message():
+    with pytest.raises(ValueError, match=r"^tgt_vocab must be an integer larger than pad_id=0, got 0$"):
+        Transformer(TransformerConfig(N=1, d_model=16, d_ff=32, h=2), 10, 0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m(torch.tensor([1, 2]), ok(1, 3)), r"^src must have shape \[batch, length\], got \(2,\)$"),
+    (lambda m: m(ok(1, 3), torch.tensor([1, 2])), r"^tgt_in must have shape \[batch, length\], got \(2,\)$"),
+    (lambda m: m.encode(torch.tensor([1, 2])), r"^src must have shape"),
+    (lambda m: m.decoder_states(torch.tensor([1]), torch.zeros(1, 3, 16), ok(1, 3)), r"^tgt_in must have shape"),
+    (lambda m: m.decoder_states(ok(1, 1), torch.zeros(1, 3, 16), torch.tensor([1, 2, 3])), r"^src must have shape"),
+])
+def test_shape_messages_name_the_argument(model, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(model)
+
+
+def test_a_bad_source_is_caught_at_the_first_cached_decoding_step(model):
+    with pytest.raises(TypeError, match=r"^src must hold integer token ids"):
+        model.decoder_states(ok(1, 1), torch.zeros(1, 3, 16), torch.ones(1, 3), cache={})
+
+
+def test_embedding_checks_are_on_by_default_and_say_what_they_got():
+    from transformer.embeddings import Embeddings, OutputProjection, check_ids, tie_weights
+    with pytest.raises(ValueError, match=r"contains id 12, outside the vocabulary \[0, 10\)"):
+        Embeddings(10, 4)(torch.tensor([[12]]))
+    with pytest.raises(TypeError, match=r"^ids must be a torch\.Tensor of token ids, got list$"):
+        check_ids([1, 2], 10)
+    with pytest.raises(ValueError, match=r"^cannot tie weights of shapes \(10, 4\) and \(12, 4\): vocabularies differ$"):
+        tie_weights(Embeddings(10, 4), OutputProjection(4, 12))
+
+
+def test_positional_messages():
+    from transformer.positional import sinusoidal_table
+    with pytest.raises(ValueError, match=r"^sinusoidal positions need an even d_model, got 5$"):
+        sinusoidal_table(4, 5)

@@ -1,11 +1,16 @@
 """Checkpoint averaging, translation of raw text, BLEU."""
+import json
+from dataclasses import asdict
+
 import pytest
 import torch
 
+from tests.conftest import need_corpus
 from transformer.corpora import load_split
-from transformer.data import train_bpe
-from transformer.evaluate import (average_checkpoints, load_model, sacre_bleu, split_compounds, tokenized_bleu,
-                                  translate)
+from transformer.checkpoint import save_checkpoint
+from transformer.data import EOS, PAD, train_bpe
+from transformer.evaluate import (average_checkpoints, evaluate_run, load_model, main, sacre_bleu, split_compounds,
+                                  tokenized_bleu, translate)
 from transformer import Transformer, TransformerConfig
 
 
@@ -30,7 +35,7 @@ def test_average_refuses_different_models(tmp_path):
 
 
 def test_load_model_without_checkpoints_says_to_train(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoints"):
+    with pytest.raises(FileNotFoundError, match=rf"^no checkpoints in {tmp_path / 'checkpoints'}; train first"):
         load_model(tmp_path)
 
 
@@ -53,6 +58,7 @@ def test_compound_splitting():
 
 
 def test_translate_keeps_order_and_refuses_over_long_input():
+    need_corpus("multi30k", "dev")
     torch.manual_seed(0)
     vocab = train_bpe(load_split("multi30k", "dev")[:300], vocab_size=600)
     model = Transformer(TransformerConfig.preset("tiny", max_len=64), len(vocab)).eval()
@@ -62,3 +68,91 @@ def test_translate_keeps_order_and_refuses_over_long_input():
     assert batch == alone
     with pytest.raises(ValueError, match="sentence 1 has"):
         translate(model, vocab, ["ok", "word " * 80], progress=False)
+
+
+# ------------------------------------------------ a whole evaluation, end to end --
+
+SOURCES = ["a dog runs in the park .", "two men play football today .", "the E-Mail arrived .", "a red car ."]
+REFERENCES = ["ein Hund rennt im Park .", "zwei Männer spielen heute Fußball .", "die E-Mail kam an .",
+              "ein rotes Auto ."]
+
+
+@pytest.fixture
+def finished_run(tmp_path, monkeypatch):
+    """A run folder with three checkpoints, a corpus folder holding a 4-sentence multi30k dev split, and
+    decoders replaced by an oracle that returns each source's reference: a perfect translator."""
+    root = tmp_path / "data"
+    (root / "multi30k").mkdir(parents=True)
+    (root / "multi30k" / "val.en").write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
+    (root / "multi30k" / "val.de").write_text("\n".join(REFERENCES) + "\n", encoding="utf-8")
+    vocab = train_bpe(list(zip(SOURCES, REFERENCES)) * 20, vocab_size=300)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "profile.json").write_text(json.dumps({"corpus": "multi30k", "average_last": 2}))
+    cfg = TransformerConfig(N=1, d_model=8, d_ff=16, h=2, max_len=32)
+    model = Transformer(cfg, len(vocab))
+    for step in (10, 20, 30):
+        save_checkpoint(run, step, {"model": model.state_dict(), "model_config": asdict(cfg), "vocab": vocab.proto},
+                        keep=5)
+    answers = {tuple(vocab.encode(s) + [EOS]): vocab.encode(r) + [EOS] for s, r in zip(SOURCES, REFERENCES)}
+    calls = []
+
+    def oracle(name):
+        def decode(model, src, bos, eos, *args):
+            calls.append((name, args))
+            rows = [answers[tuple(row[row != PAD].tolist())] for row in src]
+            out = torch.full((len(rows), max(map(len, rows))), PAD)
+            for i, r in enumerate(rows):
+                out[i, :len(r)] = torch.tensor(r)
+            return out
+        return decode
+    monkeypatch.setattr("transformer.evaluate.beam_search", oracle("beam"))
+    monkeypatch.setattr("transformer.evaluate.greedy_decode", oracle("greedy"))
+    return run, root, calls
+
+
+def test_evaluate_run_scores_detokenised_translations_of_the_right_split(finished_run):
+    run, root, calls = finished_run
+    result = evaluate_run(run, "dev", data_root=root, beam_size=3, alpha=0.7, progress=False)
+    assert result["hypotheses"] == REFERENCES and result["references"] == REFERENCES
+    assert result["sources"] == SOURCES and result["sentences"] == 4
+    assert result["sacrebleu"] == pytest.approx(100.0) and result["tokenized_bleu"] == pytest.approx(100.0)
+    assert result["checkpoints"] == ["step_0000020.pt", "step_0000030.pt"]     # the profile's average_last
+    assert (result["corpus"], result["split"], result["beam_size"], result["alpha"]) == ("multi30k", "dev", 3, 0.7)
+    assert {name for name, _ in calls} == {"beam"} and all(args[:2] == (3, 0.7) for _, args in calls)
+    assert "tok:13a" in result["sacrebleu_signature"] and "##AT##" in result["tokenized_bleu_method"]
+    assert result["translate_seconds"] >= 0
+    short = evaluate_run(run, "dev", average_last=3, beam_size=1, data_root=root, max_sentences=2, progress=False)
+    assert short["sentences"] == 2 and short["hypotheses"] == REFERENCES[:2] and len(short["checkpoints"]) == 3
+    assert calls[-1][0] == "greedy"
+
+
+def test_the_evaluation_command_prints_metrics_and_writes_the_translations(finished_run, capsys):
+    run, root, calls = finished_run
+    hyps = run / "hyps.txt"
+    main([str(run), "--split", "dev", "--data-dir", str(root), "--average", "3", "--beam", "2", "--alpha", "0.5",
+          "--device", "cpu", "--hyps", str(hyps)])
+    printed = json.loads(capsys.readouterr().out)
+    assert hyps.read_text(encoding="utf-8") == "\n".join(REFERENCES) + "\n"
+    assert printed["sacrebleu"] == pytest.approx(100.0) and printed["split"] == "dev"
+    assert len(printed["checkpoints"]) == 3 and (printed["beam_size"], printed["alpha"]) == (2, 0.5)
+    assert "hypotheses" not in printed and "sources" not in printed
+    assert all(args[:2] == (2, 0.5) for _, args in calls)
+
+
+def test_averaging_sums_in_double_precision_and_names_the_odd_file(tmp_path):
+    # in float32, 1e8 + 1 rounds back to 1e8 and the 1 is lost; the mean of the three is 1/3
+    for name, value in (("a", 1e8), ("b", 1.0), ("c", -1e8)):
+        torch.save({"model": {"w": torch.tensor([value])}}, tmp_path / f"{name}.pt")
+    avg = average_checkpoints([tmp_path / f"{n}.pt" for n in "abc"])
+    assert avg["w"].item() == pytest.approx(1 / 3, rel=1e-6)
+    torch.save({"model": {"w": torch.zeros(2)}}, tmp_path / "d.pt")
+    torch.save({"model": {"v": torch.zeros(1)}}, tmp_path / "e.pt")
+    with pytest.raises(ValueError, match=r"^\S*d\.pt: w has shape \(2,\), \S*a\.pt \(1,\)$"):
+        average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt", tmp_path / "d.pt"])
+    with pytest.raises(ValueError, match=r"^\S*e\.pt holds a different model than \S*a\.pt$"):
+        average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt", tmp_path / "e.pt"])
+    with pytest.raises(ValueError, match=r"^average_checkpoints needs at least one checkpoint$"):
+        average_checkpoints([])
+    with pytest.raises(ValueError, match=r"^no sentences to score$"):
+        sacre_bleu([], [])

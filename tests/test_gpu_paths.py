@@ -70,6 +70,7 @@ def test_bad_ids_still_get_a_clear_error_from_the_host_check_and_the_model():
 
 # ------------------------------------------------------------------ compile --
 
+@pytest.mark.slow
 def test_model_and_loss_compile_as_one_graph_without_a_recompile_per_shape():
     torch._dynamo.reset()
     compiled_graphs = []

@@ -66,3 +66,38 @@ def test_smoothed_optimum_is_not_certainty():
 def test_shape_mismatch_is_an_error():
     with pytest.raises(ValueError, match="do not match"):
         label_smoothed_nll(torch.randn(2, 3, 5), torch.ones(2, 4, dtype=torch.long), 0.1, 0)
+
+
+def test_defaults_are_the_paper_s_warmup_and_factor():
+    assert rate(1, 512) == pytest.approx(512 ** -0.5 * 4000 ** -1.5)
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt, _ = build_optimizer([p], 512)
+    assert opt.param_groups[0]["lr"] == pytest.approx(512 ** -0.5 * 4000 ** -1.5)
+    opt, _ = build_optimizer([torch.nn.Parameter(torch.zeros(1))], 512, warmup_steps=10, factor=2.0)
+    assert opt.param_groups[0]["lr"] == pytest.approx(2 * 512 ** -0.5 * 10 ** -1.5)
+
+
+class FakeParam:
+    """Stands in for a parameter on a device this machine lacks: build_optimizer reads only these."""
+    def __init__(self, device, floating=True):
+        self.device, self.floating = torch.device(device), floating
+
+    def is_floating_point(self):
+        return self.floating
+
+
+@pytest.mark.parametrize("devices, floating, fused", [
+    (["cuda"], True, True), (["cpu"], True, True), (["cuda", "cuda"], True, True),
+    (["cuda", "cpu"], True, False), (["meta"], True, False), (["cuda"], False, False),
+])
+def test_fused_adam_is_chosen_for_one_cpu_or_cuda_device_of_floats(monkeypatch, devices, floating, fused):
+    chosen = {}
+    monkeypatch.setattr(torch.optim, "Adam", lambda params, **kw: chosen.update(kw))
+    monkeypatch.setattr(torch.optim.lr_scheduler, "LambdaLR", lambda *a, **kw: None)
+    build_optimizer([FakeParam(d, floating) for d in devices], 16)
+    assert bool(chosen["fused"]) == fused
+
+
+def test_the_token_count_is_a_float_tensor():
+    _, _, n = label_smoothed_nll(torch.randn(2, 3, 5), torch.tensor([[1, 2, 0], [3, 0, 0]]), 0.1, pad_id=0)
+    assert n.dtype == torch.float32 and n.item() == 3

@@ -1,15 +1,16 @@
 """The training loop: a killed run resumes exactly; two processes equal one; checkpoints; the command line."""
+import copy
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.conftest import need_corpus
 from transformer.checkpoint import checkpoint_paths, load_checkpoint, load_latest_checkpoint
 from transformer.train import PROFILES, get_profile, main, parse_overrides, read_log
 
@@ -17,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--profile", "tiny", "--device", "cpu", "--no-progress"]
 
 
-def run(args, out, extra=(), **kw):
-    cmd = [sys.executable, "-m", "transformer.train", *TINY, "--out", str(out), "--set", *extra, *args]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+def run(args, out, extra=(), script=("-m", "transformer.train"), env=None, **kw):
+    cmd = [sys.executable, *script, *TINY, "--out", str(out), "--set", *extra, *args]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
@@ -46,6 +47,7 @@ def weights(out):
 @pytest.fixture(scope="module")
 def straight(tmp_path_factory):
     """An uninterrupted 24-step tiny run; other runs reuse its prepared data (vocab.model, data.pt)."""
+    need_corpus("multi30k", "train", "dev")
     out = tmp_path_factory.mktemp("straight")
     finish(run(["max_steps=24", "save_every_steps=4", "eval_every=1000"], out))
     return out
@@ -60,14 +62,13 @@ def with_data_of(src, dest):
 
 def test_killed_run_resumes_to_identical_weights(straight, tmp_path):
     out = with_data_of(straight, tmp_path / "killed")
-    proc = run(["max_steps=24", "save_every_steps=4", "eval_every=1000"], out)
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(p.name >= "step_0000008.pt" for p in checkpoint_paths(out)):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)          # no chance to clean up, as with a crash or a pre-emption
-    proc.wait()
-    killed_at = int(checkpoint_paths(out)[-1].stem.split("_")[1])
-    assert 8 <= killed_at < 24, "the run must be killed in the middle"
+    # killed while starting step 15: steps 13 and 14 are done and maybe logged, but the newest checkpoint is 12
+    proc = run(["max_steps=24", "save_every_steps=4", "eval_every=1000"], out,
+               script=(str(ROOT / "tests" / "kill_at.py"),), env={"KILL_AT_STEP": "15"})
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGKILL and "killing myself at step 15" in output, output
+    assert checkpoint_paths(out)[-1].name == "step_0000012.pt"
+    assert read_log(out / "train_log.csv")["step"].astype(int).tolist()[-1] == 13   # a row the resume must drop
     output = finish(run(["max_steps=24", "save_every_steps=4", "eval_every=1000"], out))
     assert f"resumed from" in output
     a, b = weights(straight), weights(out)
@@ -167,6 +168,7 @@ def test_a_run_resumes_on_another_number_of_processes_with_the_same_data(straigh
 def test_slow_data_preparation_does_not_time_out_the_process_group(tmp_path):
     """Rank 0 prepares the data for longer than the process group's timeout (3 s); the others must wait
     outside any collective, so the run still succeeds."""
+    need_corpus("multi30k", "train", "dev")
     out = tmp_path / "slow"
     output = torchrun(2, out, ["max_steps=2", "save_every_steps=2", "eval_every=1000"],
                       script=(str(ROOT / "tests" / "slow_prepare.py"),))
@@ -181,3 +183,30 @@ def test_an_existing_run_refuses_settings_that_change_its_data_or_model(straight
         proc = run(["max_steps=4", change], out)
         output, _ = proc.communicate(timeout=300)
         assert proc.returncode != 0 and reason in output and "new --out folder" in output, output
+
+
+def test_the_loop_gives_the_step_the_paper_s_loss_settings(straight, tmp_path, monkeypatch):
+    """What train() hands to each step: the padding id, the profile's eps_ls and the step's token count;
+    its log's loss is then the hand-computed smoothed loss per target token of the step."""
+    import transformer.train as trainer
+    from tests.test_absolute import smoothed_loss_by_hand
+
+    seen, run_step = [], trainer.train_step
+
+    def spy(net, optimizer, scheduler, batches, n_tgt, eps_ls, pad_id, *args, **kwargs):
+        twin = copy.deepcopy(net).eval()          # the weights before this step; no dropout (P_drop=0 below)
+        hand = [smoothed_loss_by_hand(twin(s, ti), to, 0.1, pad=0) for s, ti, to in batches]
+        seen.append(dict(n_tgt=n_tgt, eps_ls=eps_ls, pad_id=pad_id, hand_loss=sum(h[0] for h in hand).item(),
+                         hand_tokens=sum(h[2] for h in hand)))
+        return run_step(net, optimizer, scheduler, batches, n_tgt, eps_ls, pad_id, *args, **kwargs)
+
+    monkeypatch.setattr(trainer, "train_step", spy)
+    out = with_data_of(straight, tmp_path / "spied")
+    profile = get_profile("tiny", max_steps=2, save_every_steps=2, eval_every=1000, model={"P_drop": 0.0})
+    trainer.train(profile, out, progress=False, device="cpu", log=lambda msg: None)
+    log = read_log(out / "train_log.csv")
+    assert len(seen) == 2
+    for row, step in zip(seen, range(2)):
+        assert (row["pad_id"], row["eps_ls"]) == (0, 0.1)
+        assert row["n_tgt"] == row["hand_tokens"] == int(log["tgt_tokens"][step])
+        assert float(log["loss"][step]) == pytest.approx(row["hand_loss"] / row["hand_tokens"], rel=1e-5)
