@@ -364,3 +364,17 @@ def test_dropout_masks_follow_the_micro_batch_seeds():
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: 1.0)
         results.append(train_step(model, optimizer, scheduler, batches, 11, 0.1, 0, Runtime(), seeds=[7, 8]))
     torch.testing.assert_close(results[0], results[1])
+
+
+def test_a_step_and_its_positions_stay_on_the_model_s_device():
+    """The 'meta' device stands in for a GPU: tensors made without naming the device would land on the CPU."""
+    learned = LearnedPositionalEmbedding(4).to("meta")
+    assert learned(torch.zeros(1, 3, 4, device="meta")).device.type == "meta"
+    model = Transformer(TransformerConfig(N=1, d_model=16, d_ff=32, h=2, P_drop=0.0, max_len=16), 20).to("meta")
+    model.validate_ids = False
+    ids = torch.ones(2, 4, dtype=torch.long, device="meta")
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: 1.0)
+    sums = train_step(model, optimizer, scheduler, [(ids, ids, ids)], 8, 0.1, 0, Runtime(device=torch.device("meta")),
+                      amp=False)
+    assert sums.device.type == "meta"

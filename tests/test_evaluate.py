@@ -136,7 +136,7 @@ def test_the_evaluation_command_prints_metrics_and_writes_the_translations(finis
     assert hyps.read_text(encoding="utf-8") == "\n".join(REFERENCES) + "\n"
     assert printed["sacrebleu"] == pytest.approx(100.0) and printed["split"] == "dev"
     assert len(printed["checkpoints"]) == 3 and (printed["beam_size"], printed["alpha"]) == (2, 0.5)
-    assert "hypotheses" not in printed and "sources" not in printed
+    assert not {"hypotheses", "sources", "references"} & set(printed)
     assert all(args[:2] == (2, 0.5) for _, args in calls)
 
 
@@ -156,3 +156,28 @@ def test_averaging_sums_in_double_precision_and_names_the_odd_file(tmp_path):
         average_checkpoints([])
     with pytest.raises(ValueError, match=r"^no sentences to score$"):
         sacre_bleu([], [])
+
+
+def test_the_evaluation_command_s_defaults_and_help(finished_run, monkeypatch, capsys):
+    run, root, calls = finished_run
+    got = {}
+    monkeypatch.setattr("transformer.evaluate.evaluate_run",
+                        lambda *args, **kw: got.update(args=args, kw=kw) or {"hypotheses": []})
+    for cuda, device in ((False, "cpu"), (True, "cuda")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+        main([str(run)])
+        # run_dir, split, average, beam, alpha, data_dir
+        assert got["args"] == (str(run), "test", None, 4, 0.6, None) and got["kw"] == {"device": device}
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    usage = " ".join(capsys.readouterr().out.split())
+    for text in ("average the last N checkpoints (default: the profile's)", "beam size (1: greedy)",
+                 "write the translations to this file"):
+        assert text in usage
+
+
+def test_evaluate_run_times_the_translation(finished_run):
+    run, root, _ = finished_run
+    result = evaluate_run(run, "dev", data_root=root, progress=False)
+    assert 0 <= result["translate_seconds"] < 60 and result["checkpoints"] == ["step_0000020.pt", "step_0000030.pt"]
