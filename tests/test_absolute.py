@@ -256,6 +256,12 @@ def test_load_model_averages_exactly_the_last_k_checkpoints(tmp_path, tiny_vocab
         assert used == [f"step_{s:07d}.pt" for s in range(6 - k, 6)]
         for name, value in averaged.state_dict().items():
             assert torch.all(value == mean), (k, name)
+    moved, _, _ = load_model(tmp_path, device="meta")
+    assert all(p.device.type == "meta" for p in moved.parameters())
+    single = tmp_path / "single"
+    save_checkpoint(single, 7, {"model": model.state_dict(), "model_config": asdict(cfg), "vocab": tiny_vocab.proto},
+                    keep=1)
+    assert load_model(single)[2] == ["step_0000007.pt"]
     model, _, used = load_model(tmp_path)                 # by default: the newest checkpoint alone
     assert used == ["step_0000005.pt"] and all(torch.all(v == 5.0) for v in model.state_dict().values())
     with pytest.raises(ValueError, match=r"has 5 checkpoints, cannot average the last 6$"):
@@ -324,14 +330,15 @@ class NoSyncRecorder(torch.nn.Module):
 
     def __init__(self, model):
         super().__init__()
-        self.model, self.held = model, []
+        self.model, self.held, self.calls = model, [], 0
 
     def forward(self, *args):
+        self.calls += 1
         return self.model(*args)
 
     def no_sync(self):
         import contextlib
-        self.held.append(True)
+        self.held.append(self.calls)        # the index of the micro-batch about to run
         return contextlib.nullcontext()
 
 
@@ -348,7 +355,7 @@ def test_gradients_are_exchanged_after_the_last_micro_batch_only(monkeypatch):
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: 1.0)
     rt = Runtime(world=2)
     train_step(net, optimizer, scheduler, batches, 20, 0.1, 0, rt)
-    assert net.held == [True, True]                        # micro-batches 0 and 1 held back, 2 exchanged
+    assert net.held == [0, 1]                              # micro-batches 0 and 1 held back, 2 exchanged
     assert seen == [(rt.device, True)] * 3                 # autocast asked for on the step's device, by default
 
 

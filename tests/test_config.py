@@ -87,3 +87,10 @@ def test_initial_weights_have_the_stated_spread():
               LearnedPositionalEmbedding(d, 2000).table.weight):
         assert abs(w.mean().item()) < 0.005 and abs(w.std().item() - d ** -0.5) < 0.005
     assert OutputProjection(d, 10).proj.bias is None
+
+
+def test_changing_width_or_heads_alone_rederives_both_head_widths():
+    c = TransformerConfig.preset("base", d_model=256)
+    assert (c.d_k, c.d_v) == (32, 32)
+    c = TransformerConfig.preset("base", h=4)
+    assert (c.d_k, c.d_v) == (128, 128)

@@ -85,6 +85,8 @@ def finished_run(tmp_path, monkeypatch):
     (root / "multi30k").mkdir(parents=True)
     (root / "multi30k" / "val.en").write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
     (root / "multi30k" / "val.de").write_text("\n".join(REFERENCES) + "\n", encoding="utf-8")
+    (root / "multi30k" / "test_2016_flickr.en").write_text("\n".join(SOURCES[:2]) + "\n", encoding="utf-8")
+    (root / "multi30k" / "test_2016_flickr.de").write_text("\n".join(REFERENCES[:2]) + "\n", encoding="utf-8")
     vocab = train_bpe(list(zip(SOURCES, REFERENCES)) * 20, vocab_size=300)
     run = tmp_path / "run"
     run.mkdir()
@@ -172,12 +174,30 @@ def test_the_evaluation_command_s_defaults_and_help(finished_run, monkeypatch, c
     with pytest.raises(SystemExit):
         main(["--help"])
     usage = " ".join(capsys.readouterr().out.split())
-    for text in ("average the last N checkpoints (default: the profile's)", "beam size (1: greedy)",
-                 "write the translations to this file"):
-        assert text in usage
+    assert usage.startswith("usage: python -m transformer.evaluate ")
+    assert "Checkpoint averaging, translation of raw text, sacreBLEU and tokenised BLEU" in usage
+    assert "--average AVERAGE average the last N checkpoints (default: the profile's) --beam BEAM beam size " \
+           "(1: greedy) --alpha" in usage
+    assert "--hyps HYPS write the translations to this file" in usage and usage.endswith("this file")
 
 
 def test_evaluate_run_times_the_translation(finished_run):
     run, root, _ = finished_run
     result = evaluate_run(run, "dev", data_root=root, progress=False)
     assert 0 <= result["translate_seconds"] < 60 and result["checkpoints"] == ["step_0000020.pt", "step_0000030.pt"]
+
+
+def test_evaluate_run_defaults_and_rounding(finished_run, monkeypatch):
+    run, root, calls = finished_run
+    result = evaluate_run(run, data_root=root, progress=False)          # the test split, beam 4, alpha 0.6
+    assert (result["split"], result["sentences"], result["beam_size"], result["alpha"]) == ("test", 2, 4, 0.6)
+    assert all(args[:2] == (4, 0.6) for _, args in calls)
+    assert result["tokenized_bleu_method"] == "tokenised BLEU: 13a tokens + ##AT## compound splitting, tok:none"
+    assert isinstance(result["translate_seconds"], float)
+    # one sentence wrong: a score with many decimals, reported to two
+    monkeypatch.setattr("transformer.evaluate.translate", lambda *a, **k: REFERENCES[:3] + ["ein Auto ."])
+    result = evaluate_run(run, "dev", data_root=root, progress=False)
+    import sacrebleu
+    exact = sacrebleu.corpus_bleu(REFERENCES[:3] + ["ein Auto ."], [REFERENCES]).score
+    assert exact != round(exact, 2) and result["sacrebleu"] == round(exact, 2)
+    assert result["tokenized_bleu"] == round(result["tokenized_bleu"], 2) != round(result["tokenized_bleu"])
