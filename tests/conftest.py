@@ -29,16 +29,13 @@ if "TRANSFORMER_DATA" not in os.environ and _SHARED.is_dir():
 def need_corpus(name, *splits):
     """The data folder, if every file of these splits of corpus `name` is there. Otherwise the test skips
     with the missing file's name, or fails under CI ($CI set), where the corpora must be present."""
-    from transformer.corpora import data_dir, get_corpus
-    corpus, root = get_corpus(name), data_dir()
+    from transformer.corpora import data_dir, split_paths
     for split in splits:
-        for stem in corpus.splits[split]:
-            for lang in corpus.langs:
-                path = root / corpus.folder / f"{stem}.{lang}"
-                if not path.is_file():
-                    message = (f"corpus {name!r} ({split}) is missing: no {path}; put the offline corpora at "
-                               f"{_SHARED} or point $TRANSFORMER_DATA at them")
-                    if os.environ.get("CI"):
-                        pytest.fail(message)
-                    pytest.skip(message)
-    return root
+        for path in (p for pair in split_paths(name, split) for p in pair):
+            if not path.is_file():
+                message = (f"corpus {name!r} ({split}) is missing: no {path}; put the offline corpora at "
+                           f"{_SHARED} or point $TRANSFORMER_DATA at them")
+                if os.environ.get("CI"):
+                    pytest.fail(message)
+                pytest.skip(message)
+    return data_dir()

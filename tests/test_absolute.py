@@ -1,12 +1,13 @@
 """Absolute checks: each expected value is worked out here, from the paper's formulas or by hand, never by
 calling the code under test a second time. (Comparing two runs of the same code lets a shared mistake
 cancel out; these tests are what `make mutation` leans on.)"""
+import contextlib
 import math
+from dataclasses import asdict
 
 import pytest
 import sacrebleu
 import torch
-from dataclasses import asdict, dataclass
 
 from transformer import Transformer, TransformerConfig
 from transformer.checkpoint import save_checkpoint
@@ -231,11 +232,6 @@ def test_beam_search_stops_at_the_output_limit():
 
 # ------------------------------------------------------- checkpoint averaging --
 
-@dataclass
-class FakeVocab:
-    proto: bytes
-
-
 @pytest.fixture(scope="module")
 def tiny_vocab():
     text = [("a dog runs in the park .", "ein Hund rennt im Park ."),
@@ -337,7 +333,6 @@ class NoSyncRecorder(torch.nn.Module):
         return self.model(*args)
 
     def no_sync(self):
-        import contextlib
         self.held.append(self.calls)        # the index of the micro-batch about to run
         return contextlib.nullcontext()
 
@@ -350,7 +345,7 @@ def test_gradients_are_exchanged_after_the_last_micro_batch_only(monkeypatch):
     batches = micro_batches() + micro_batches()[:1]
     seen = []
     monkeypatch.setattr("transformer.train.autocast", lambda device, amp: seen.append((device, amp)) or
-                        __import__("contextlib").nullcontext())
+                        contextlib.nullcontext())
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: 1.0)
     rt = Runtime(world=2)

@@ -10,7 +10,7 @@ mutmut (pyproject.toml, [tool.mutmut]) writes each mutant, a small change such a
 changed function. A mutant is killed when a test fails. The score of a module is
 killed / (mutants - equivalent), where tools/mutation_equivalent.txt lists the surviving mutants judged
 to behave exactly like the original, each with the line it changes and the reason.
-Not part of CI: a full pass takes about an hour on 2 cores.
+Not part of CI: a full pass over the 1585 mutants took 28 minutes on an idle 2-core machine.
 """
 import argparse
 import json
@@ -82,27 +82,26 @@ def diff_of(name):
 
 
 def read_equivalent():
-    """tools/mutation_equivalent.txt: blocks of 'NAME', the '+' line it introduces, and '# reason' lines."""
+    """{mutant name: the '+' line it introduces} from tools/mutation_equivalent.txt, whose blocks are a name,
+    that line, and '# reason' lines for the reader."""
     entries, name = {}, None
     for line in EQUIVALENT.read_text().splitlines() if EQUIVALENT.exists() else []:
         if line.startswith("transformer."):
             name = line.strip()
-            entries[name] = {"line": None, "reason": []}
+            entries[name] = None
         elif name and line.startswith("    +"):
-            entries[name]["line"] = line.strip()[1:].strip()
-        elif name and line.strip().startswith("#"):
-            entries[name]["reason"].append(line.strip()[1:].strip())
+            entries[name] = line.strip()[1:].strip()
     return entries
 
 
 def report(status):
     equivalent = read_equivalent()
     confirmed, stale = set(), []
-    for name, entry in equivalent.items():
+    for name, judged_line in equivalent.items():
         if status.get(name) != "survived":
             continue
         plus = [line[1:].strip() for line in diff_of(name) if line.startswith("+")]
-        if entry["line"] in plus:
+        if judged_line in plus:
             confirmed.add(name)
         else:         # the code changed since the judgement: count the mutant as a survivor again
             stale.append(name)

@@ -6,7 +6,8 @@ __all__ = [
     "DATA_ENV", "data_dir", "WMT14_SOURCES", "TRAIN_KEYS", "PUBLISHED_CHECKSUMS", "CHECKSUMS_FILE",
     "DownloadError", "ArchiveError", "copy_stream", "download", "file_checksum", "verify_download",
     "extract_members", "extract_member", "sgm_to_text", "prepare_wmt14", "MULTI30K_URL",
-    "WMT_NEWS_TRAIN", "Corpus", "CORPORA", "get_corpus", "fetch", "gunzip", "load_split",
+    "WMT_NEWS_TRAIN", "Corpus", "CORPORA", "get_corpus", "split_paths", "fetch", "gunzip",
+    "load_split",
 ]
 
 import gzip
@@ -391,17 +392,23 @@ def get_corpus(name):
     return CORPORA[name]
 
 
+def split_paths(corpus, split, root=None):
+    """Where the files of one split live under root: (source path, target path) per file stem. Reads nothing."""
+    corpus = get_corpus(corpus) if isinstance(corpus, str) else corpus
+    if split not in corpus.splits:
+        raise ValueError(f"corpus {corpus.name!r} has splits {', '.join(corpus.splits)}, not {split!r}")
+    folder = (Path(root) if root is not None else data_dir()) / corpus.folder
+    return [tuple(folder / f"{stem}.{lang}" for lang in corpus.langs) for stem in corpus.splits[split]]
+
+
 def fetch(corpus, split, root=None):
     """Make sure the files of one split exist under root (downloading if needed); return their paths.
 
     Returns a list of (source path, target path) pairs, one per file stem of the split.
     """
     corpus = get_corpus(corpus) if isinstance(corpus, str) else corpus
-    if split not in corpus.splits:
-        raise ValueError(f"corpus {corpus.name!r} has splits {', '.join(corpus.splits)}, not {split!r}")
     root = Path(root) if root is not None else data_dir()
-    folder = root / corpus.folder
-    paths = [tuple(folder / f"{stem}.{lang}" for lang in corpus.langs) for stem in corpus.splits[split]]
+    paths = split_paths(corpus, split, root)
     missing = [p for pair in paths for p in pair if not p.exists()]
     if missing:
         if corpus.name == "multi30k":
