@@ -26,16 +26,27 @@ if "TRANSFORMER_DATA" not in os.environ and _SHARED.is_dir():
     os.environ["TRANSFORMER_DATA"] = str(_SHARED)
 
 
+def need_files(what, paths):
+    """Skip (or fail under CI, $CI set, where the corpora must be present) unless every path is a file."""
+    for path in paths:
+        if not Path(path).is_file():
+            message = (f"{what} is missing: no {path}; put the offline corpora at {_SHARED} or point "
+                       f"$TRANSFORMER_DATA at them")
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message)
+
+
 def need_corpus(name, *splits):
-    """The data folder, if every file of these splits of corpus `name` is there. Otherwise the test skips
-    with the missing file's name, or fails under CI ($CI set), where the corpora must be present."""
+    """The data folder, if every file of these splits of corpus `name` is there (else see need_files)."""
     from transformer.corpora import data_dir, split_paths
     for split in splits:
-        for path in (p for pair in split_paths(name, split) for p in pair):
-            if not path.is_file():
-                message = (f"corpus {name!r} ({split}) is missing: no {path}; put the offline corpora at "
-                           f"{_SHARED} or point $TRANSFORMER_DATA at them")
-                if os.environ.get("CI"):
-                    pytest.fail(message)
-                pytest.skip(message)
+        need_files(f"corpus {name!r} ({split})", [p for pair in split_paths(name, split) for p in pair])
     return data_dir()
+
+
+def need_seed_folder(folder, *names):
+    """DATA/folder, if it holds these files: the raw treebank sample and the English-Chinese seed corpus."""
+    from transformer.corpora import data_dir
+    need_files(folder, [data_dir() / folder / n for n in names])
+    return data_dir() / folder

@@ -10,7 +10,10 @@ chapter of the same section in book/ by tools/export_package.py; edit the notebo
     out = beam_search(model, src, bos_id, eos_id)   # or greedy_decode: token ids [B, L]
 
 Training and evaluation are command lines (and modules): `python -m transformer.train --profile NAME`,
-`python -m transformer.evaluate RUN_DIR`. They are not imported here, so that `-m` runs them cleanly.
+`python -m transformer.evaluate RUN_DIR`, and the Table 3 sweep `python -m transformer.variations`. They
+are not imported here, so that `-m` runs them cleanly. Also by module: transformer.parsing (section 6.3:
+trees as sequences, evalb-style F1), transformer.vision (the encoder on image patches) and
+transformer.paper (the paper's reported numbers, typed in once).
 """
 from transformer.data import Vocab
 from transformer.decode import beam_search, greedy_decode

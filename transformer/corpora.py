@@ -6,8 +6,8 @@ __all__ = [
     "DATA_ENV", "data_dir", "WMT14_SOURCES", "TRAIN_KEYS", "PUBLISHED_CHECKSUMS", "CHECKSUMS_FILE",
     "DownloadError", "ArchiveError", "copy_stream", "download", "file_checksum", "verify_download",
     "extract_members", "extract_member", "sgm_to_text", "prepare_wmt14", "MULTI30K_URL",
-    "WMT_NEWS_TRAIN", "Corpus", "CORPORA", "get_corpus", "split_paths", "fetch", "gunzip",
-    "load_split",
+    "WMT_NEWS_TRAIN", "Corpus", "CORPORA", "ZH_EN_SEED", "get_corpus", "split_paths", "fetch",
+    "gunzip", "load_split", "prepare_zh_en",
 ]
 
 import gzip
@@ -383,7 +383,15 @@ CORPORA = {
                        {"train": WMT_NEWS_TRAIN, "dev": ["newstest2013"], "test": ["newstest2014"]}),
     "multi30k": Corpus("multi30k", "multi30k",
                        {"train": ["train"], "dev": ["val"], "test": ["test_2016_flickr"]}),
+    # made by prepare_zh_en from zh-en-seed/ (Appendix A): the tutorial's split and an honest one
+    "zh-en-tutorial": Corpus("zh-en-tutorial", "zh-en",
+                             {"train": ["tutorial_train"], "dev": ["tutorial_test"], "test": ["tutorial_test"]},
+                             langs=("en", "zh")),
+    "zh-en": Corpus("zh-en", "zh-en", {"train": ["train"], "dev": ["dev"], "test": ["test"]}, langs=("en", "zh")),
+    # made by transformer.parsing.prepare_ptb (chapter 6.3): sentences and their linearised trees
+    "ptb": Corpus("ptb", "ptb", {"train": ["train"], "dev": ["dev"], "test": ["test"]}, langs=("words", "tree")),
 }
+ZH_EN_SEED = "zh-en-seed"    # en.txt, cn.txt, en.test.txt, cn.test.txt of github.com/P3n9W31/transformer-pytorch
 
 
 def get_corpus(name):
@@ -419,6 +427,12 @@ def fetch(corpus, split, root=None):
                 gunzip(gz, path)
         elif corpus.name == "wmt14-en-de":
             prepare_wmt14(root)
+        elif corpus.name == "ptb":
+            raise FileNotFoundError(f"ptb {split}: missing {', '.join(map(str, missing))}. Write the parsing corpus "
+                                    f"first: transformer.parsing.prepare_ptb({str(root)!r})")
+        elif corpus.folder == "zh-en":
+            raise FileNotFoundError(f"{corpus.name} {split}: missing {', '.join(map(str, missing))}. Make the "
+                                    f"zh-en splits first: transformer.corpora.prepare_zh_en({str(root)!r})")
         else:
             raise FileNotFoundError(
                 f"{corpus.name} {split}: missing {', '.join(map(str, missing))}. These are the WMT news test "
@@ -442,3 +456,35 @@ def load_split(corpus, split, root=None):
     for src_path, tgt_path in fetch(corpus, split, root):
         pairs += read_parallel(src_path, tgt_path)
     return pairs
+
+
+def prepare_zh_en(dest_root, seed_root=None, dev_size=300, test_size=500, seed=0):
+    """Write the zh-en and zh-en-tutorial splits into dest_root/zh-en/ from seed_root/zh-en-seed/.
+
+    Returns counts: pairs per split, and how many tutorial test pairs are also tutorial training pairs.
+    """
+    import random
+    folder = (Path(seed_root) if seed_root is not None else data_dir()) / ZH_EN_SEED
+    names = {"tutorial_train": ("en.txt", "cn.txt"), "tutorial_test": ("en.test.txt", "cn.test.txt")}
+    missing = [folder / n for pair in names.values() for n in pair if not (folder / n).exists()]
+    if missing:
+        raise FileNotFoundError(f"missing {', '.join(map(str, missing))}: the corpus of the PyTorch tutorial "
+                                f"github.com/P3n9W31/transformer-pytorch (folder corpora/); put its four files "
+                                f"in {folder} or point ${DATA_ENV} at a folder whose {ZH_EN_SEED}/ has them")
+    splits = {name: read_parallel(folder / en, folder / zh) for name, (en, zh) in names.items()}
+    distinct = sorted(set(splits["tutorial_train"]))
+    if len(distinct) < dev_size + test_size + 1:
+        raise ValueError(f"{folder}: {len(distinct)} distinct pairs, too few for {dev_size} dev and {test_size} test")
+    random.Random(seed).shuffle(distinct)
+    splits["dev"], splits["test"] = distinct[:dev_size], distinct[dev_size:dev_size + test_size]
+    held_out = {en for en, _ in splits["dev"] + splits["test"]}
+    splits["train"] = [pair for pair in splits["tutorial_train"] if pair[0] not in held_out]
+    out = Path(dest_root) / "zh-en"
+    out.mkdir(parents=True, exist_ok=True)
+    for name, pairs in splits.items():
+        for lang, column in (("en", 0), ("zh", 1)):
+            _write_lines((pair[column] for pair in pairs), out / f"{name}.{lang}")
+    tutorial_train = set(splits["tutorial_train"])
+    counts = {name: len(pairs) for name, pairs in splits.items()}
+    counts["tutorial_test_in_tutorial_train"] = sum(pair in tutorial_train for pair in splits["tutorial_test"])
+    return counts

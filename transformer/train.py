@@ -8,8 +8,8 @@ __all__ = [
     "init_distributed", "barrier", "data_manifest", "check_run_data", "prepare_data", "batch_seed",
     "autocast", "train_step", "HostSyncCounter", "StepData", "StepFeeder", "LOG_FIELDS",
     "DEV_FIELDS", "BUDGET_CHECK_EVERY", "train", "stop_now", "dev_loss", "save_state",
-    "check_same_model", "command_line", "git_commit", "cpu_name", "record_run_info", "append_log",
-    "truncate_log", "read_log", "tensorboard_writer", "parse_overrides", "main",
+    "check_same_model", "command_line", "git_commit", "cpu_name", "hardware", "record_run_info",
+    "append_log", "truncate_log", "read_log", "tensorboard_writer", "parse_overrides", "main",
 ]
 
 import argparse
@@ -530,6 +530,12 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def hardware():
+    """The machine, for a results record: CPU, cores, torch threads and version, and the GPU if one is used."""
+    return {"cpu": cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__, "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 
 
 def record_run_info(out_dir, rt):

@@ -1,0 +1,114 @@
+"""Chapter 6.3: reading and cleaning trees, linearisation both ways, repair, evalb-style scores, the corpus."""
+import random
+from collections import Counter
+
+import pytest
+from nltk.tree import Tree
+
+from tests.conftest import need_seed_folder
+from transformer.corpora import load_split
+from transformer.parsing import (MalformedTree, bracket_scores, brackets, clean_tree, delinearize, file_split,
+                                 linearize, parse_output, prepare_ptb, read_treebank, repair)
+
+T = Tree.fromstring
+
+
+def test_cleaning_drops_empty_elements_and_function_tags():
+    raw = T("(S (NP-SBJ-1 (-NONE- *)) (NP-TMP=2 (NN today)) (VP (VBD rose) (-LRB- -LRB-)) (. .))")
+    assert clean_tree(raw) == T("(S (NP (NN today)) (VP (VBD rose) (-LRB- -LRB-)) (. .))")
+    assert clean_tree(T("(S (-NONE- *T*))")) is None
+
+
+def test_file_split_of_the_sample_and_of_a_full_treebank():
+    assert [file_split(f"wsj_{n:04d}.mrg", False) for n in (1, 159, 160, 179, 180, 199)] == \
+        ["train", "train", "dev", "dev", "test", "test"]
+    assert [file_split(f"{s:02d}/wsj_{s:02d}07.mrg", True) for s in (0, 2, 21, 22, 23, 24)] == \
+        [None, "train", "train", "dev", "test", None]
+
+
+def test_linearisation_round_trips_and_names_what_is_malformed():
+    tree = T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))) (. .))")
+    words, tokens = linearize(tree)
+    assert words == ["the", "cat", "sat", "on", "a", "mat", "."]
+    assert " ".join(tokens) == "(S (NP XX XX )NP (VP XX (PP XX (NP XX XX )NP )PP )VP XX )S"
+    assert delinearize(tokens, words, tag="XX").leaves() == words
+    assert delinearize(tokens, words) == T("(S (NP (XX the) (XX cat)) (VP (XX sat) (PP (XX on) (NP (XX a) "
+                                           "(XX mat)))) (XX .))")
+    for bad, message in ((["(S", "XX"], "never closed"), (["(S", "XX", ")NP"], "closes"),
+                         (["(S", "XX", "XX", ")S"], "more XX"), (["(S", ")S"], "no words"),
+                         (["(S", "YY", ")S"], "unknown token"), (["(S", ")S", ")S"], "no words")):
+        with pytest.raises(MalformedTree, match=message):
+            delinearize(bad, ["w"])
+
+
+def test_repair_always_gives_a_tree_over_the_words():
+    rng = random.Random(0)
+    tree = T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))) (. .))")
+    words, tokens = linearize(tree)
+    vocabulary = ["XX", "(S", ")S", "(NP", ")NP", "(VP", ")VP", "junk"]
+    statuses = Counter()
+    for _ in range(500):
+        corrupt = list(tokens)
+        for _ in range(rng.randint(1, 4)):     # delete, insert or replace tokens at random
+            i = rng.randrange(len(corrupt) + 1)
+            action = rng.choice(["del", "ins", "rep"])
+            if action == "del" and i < len(corrupt):
+                del corrupt[i]
+            elif action == "ins":
+                corrupt.insert(i, rng.choice(vocabulary))
+            elif i < len(corrupt):
+                corrupt[i] = rng.choice(vocabulary)
+        out, status = parse_output(corrupt, words)
+        statuses[status] += 1
+        if out is not None:
+            assert out.leaves() == words and status in ("well-formed", "repaired")
+    assert statuses["repaired"] > 300
+    assert repair(["XX", "XX"], 2) is None and parse_output(["junk"], ["w"]) == (None, "empty")
+
+
+def test_brackets_follow_collins_prm():
+    tree = T("(TOP (S (NP (PRP He)) (VP (VBD gave) (PRT (RP up)) (, ,) (NP (`` ``) (NN it) ('' ''))) (. .)))")
+    # words that count: He 0, gave 1, up 2, it 3; PRT is scored as ADVP; TOP is not a bracket
+    assert brackets(tree) == Counter({("S", 0, 4): 1, ("NP", 0, 1): 1, ("VP", 1, 4): 1, ("ADVP", 2, 3): 1,
+                                      ("NP", 3, 4): 1})
+    assert brackets(T("(S (NP (NN it)) (PRN (, ,)) (. .))")) == Counter({("S", 0, 1): 1, ("NP", 0, 1): 1})
+
+
+def test_bracket_scores_by_hand_and_refusals():
+    gold = T("(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))")
+    pred = T("(S (NP (XX The) (XX cat)) (VP (XX sat) (PP (XX on)) (NP (XX the) (XX mat))) (XX .))")
+    s = bracket_scores([gold, gold], [pred, gold])
+    assert (s["matched"], s["gold_brackets"], s["test_brackets"]) == (9, 10, 10)
+    assert s["precision"] == s["recall"] == pytest.approx(90.0) and s["f1"] == pytest.approx(90.0)
+    assert s["exact_match"] == 50.0
+    flat = T("(S (XX The) (XX cat) (XX sat) (XX on) (XX the) (XX mat) (XX .))")
+    s = bracket_scores([gold], [flat])          # one bracket, correct: precision 100, recall 20
+    assert (s["precision"], s["recall"]) == (100.0, 20.0) and s["f1"] == pytest.approx(2 * 100 * 20 / 120)
+    with pytest.raises(ValueError, match="words differ"):
+        bracket_scores([gold], [T("(S (XX A) (XX cat))")])
+    with pytest.raises(ValueError, match="1 gold trees but 2"):
+        bracket_scores([gold], [pred, pred])
+
+
+def test_the_sample_reads_splits_and_prepares_the_corpus(tmp_path):
+    need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
+    trees = read_treebank()
+    assert {k: len(v) for k, v in trees.items()} == {"train": 3396, "dev": 273, "test": 245}
+    counts = prepare_ptb(tmp_path)
+    pairs = load_split("ptb", "test", tmp_path)
+    assert counts["test"] == len(pairs) == 245
+    words, tokens = linearize(trees["test"][0])
+    assert pairs[0] == (" ".join(words), " ".join(tokens))
+
+
+def test_bad_treebanks_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no wsj_NNNN.mrg files"):
+        read_treebank(tmp_path)
+    (tmp_path / "wsj_0001.mrg").write_text("( (S (NP (NN a)) )\n")        # one bracket short
+    with pytest.raises(ValueError, match="wsj_0001.mrg"):
+        read_treebank(tmp_path)
+    (tmp_path / "wsj_0001.mrg").write_text("( (S (NP (NN a)) ))\n")
+    with pytest.raises(ValueError, match="the dev split .* is empty"):
+        read_treebank(tmp_path)
+    with pytest.raises(FileNotFoundError, match="prepare_ptb"):
+        load_split("ptb", "train", tmp_path / "nothing")
