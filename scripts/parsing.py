@@ -6,7 +6,8 @@ The test set is decoded as the paper did for parsing: beam 21, alpha 0.3, at mos
 plus 300 output tokens, from the average of the last 5 checkpoints. Output that is not a tree is
 repaired (or, with no bracket at all, scored as an empty tree) and counted. Writes results/parsing/:
 results.json (scores, counts, hardware, time, commit, command), test.pred.mrg (one predicted tree per
-line, in test order, with the gold part-of-speech tags put back; "()" for an empty tree) and the logs.
+line, in test order, with the gold part-of-speech tags put back; "()" for an empty tree), test.raw.txt
+(the decoder's output before repair) and the logs.
 """
 import argparse
 import json
@@ -56,10 +57,15 @@ def main():
         status[kind] += 1
         predicted.append(None if tree is None else with_tags(tree, [tag for _, tag in g.pos()]))
     scores = bracket_scores(gold, predicted)
+    # does the decoder emit one XX per input word? (a tree must cover the sentence)
+    xx = [out.split().count("XX") for out in outputs]
+    coverage = {"mean_words": sum(map(len, words)) / len(words), "mean_xx": sum(xx) / len(xx),
+                "xx_equals_words": sum(x == len(w) for x, w in zip(xx, words))}
 
     results.mkdir(parents=True, exist_ok=True)
     (results / "test.pred.mrg").write_text(
         "".join(("()" if t is None else t.pformat(margin=10**9)) + "\n" for t in predicted), encoding="utf-8")
+    (results / "test.raw.txt").write_text("\n".join(outputs) + "\n", encoding="utf-8")
     for name in ("train_log.csv", "dev_log.csv"):
         shutil.copy(run / name, results / name)
     record = {
@@ -69,7 +75,7 @@ def main():
         "decoding": {"beam_size": BEAM, "alpha": ALPHA, "max_extra": MAX_EXTRA, "checkpoints": used,
                      "minutes": round(decode_minutes, 2)},
         "test": {**{k: round(v, 3) if isinstance(v, float) else v for k, v in scores.items()},
-                 "status": dict(status)},
+                 "status": dict(status), "coverage": coverage},
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": git_commit(),
