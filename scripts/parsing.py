@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.evaluate import load_model, translate  # noqa: E402
-from transformer.parsing import bracket_scores, gold_trees, parse_output, prepare_ptb, with_tags  # noqa: E402
+from transformer.parsing import bracket_scores, parse_output, prepare_ptb, read_treebank, with_tags  # noqa: E402
 from transformer.train import Profile, git_commit, hardware, train  # noqa: E402
 
 # The paper's parser had 4 layers of d_model 1024; here 4 layers of 128, trained for a fixed number of steps.
@@ -41,11 +41,12 @@ def main():
     args = parser.parse_args()
     run, results = Path(args.run), Path(args.results)
     data_root = run / "data"
-    counts = prepare_ptb(data_root, args.treebank)
+    treebank = read_treebank(args.treebank)
+    counts = prepare_ptb(data_root, splits=treebank)
     summary = train(PROFILE, run, data_root)
 
     model, vocab, used = load_model(run, PROFILE.average_last)
-    gold = gold_trees("test", args.treebank)
+    gold = treebank["test"]
     words = [tree.leaves() for tree in gold]
     started = time.time()
     outputs = translate(model, vocab, [" ".join(w) for w in words], beam_size=BEAM, alpha=ALPHA,

@@ -83,3 +83,40 @@ def test_model_flops_match_the_flop_counter(which):
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         model(src, tgt_in).sum().backward()
     assert counter.get_total_flops() == gpu_step.model_flops(cfg, V, [S] * B, [T] * B)
+
+
+def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
+    """benchmarks/decode_speed.py on an untrained run: every engine and search gets a row, and the
+    readable decoders give the package's outputs exactly."""
+    from dataclasses import asdict
+
+    from transformer import Transformer, TransformerConfig
+    from transformer.checkpoint import save_checkpoint
+    from transformer.corpora import load_split
+    from transformer.data import train_bpe
+    root = need_corpus("multi30k", "train", "test")
+    vocab = train_bpe(load_split("multi30k", "train", root)[:500], vocab_size=400)
+    cfg = TransformerConfig(N=1, d_model=16, d_ff=32, h=2, max_len=128)
+    run = tmp_path / "run"
+    save_checkpoint(run, 1, {"model": Transformer(cfg, len(vocab)).state_dict(), "model_config": asdict(cfg),
+                             "vocab": vocab.proto}, keep=1)
+    env = dict(os.environ, OMP_NUM_THREADS="1", TRANSFORMER_DATA=str(root))
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "decode_speed.py"), "--run", str(run),
+                           "--threads", "1", "--sentences", "12", "--out", str(tmp_path / "speed.json")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    import json
+    record = json.loads((tmp_path / "speed.json").read_text())
+    rows = {(r["search"], r["engine"]): r for r in record["rows"]}
+    engines = ["readable + cat", "readable", "package", "ctranslate2 fp32", "ctranslate2 int8"]
+    assert set(rows) == {(s, e) for s in ("greedy", "beam 4") for e in engines}
+    for search in ("greedy", "beam 4"):
+        for engine in ("readable + cat", "readable", "package"):
+            assert rows[search, engine]["equal_to_package"] == 12
+        assert rows[search, "package"]["package_speedup"] == 1.0
+        assert all(r["sentences_per_s"] > 0 and r["target_tokens_per_s"] > 0 for r in record["rows"])
+    # (an untrained model runs to the limit, which in a batch is looser for the engine: test_deploy compares)
+    assert 0 <= rows["greedy", "ctranslate2 fp32"]["equal_to_package"] <= 12
+    assert record["sentences"] == 12 and record["threads"] == 1 and record["commit"] and record["hardware"]["cpu"]
+    for engine in engines:
+        assert re.search(rf"^beam 4 +{re.escape(engine)} +[\d.]+ +\d+ +[\d.]+ ", proc.stdout, re.M), proc.stdout

@@ -131,3 +131,109 @@ def test_the_memory_keys_are_computed_once_while_decoding():
     # from the second step on, encoder-decoder attention reads the cached keys: the memory passed is unused
     cached = next_token_logits(model, prefix[:, :2], torch.zeros_like(memory), src, cache)
     torch.testing.assert_close(cached, next_token_logits(model, prefix[:, :2], memory, src), atol=1e-5, rtol=1e-5)
+
+
+# ------------------------------------------- the fast decoders against the readable ones --
+
+def mixed_sources(n=12, longest=16, seed=2):
+    """Sentences of 1 to `longest` tokens, so that they reach their limits at different steps."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, longest + 1, (n,), generator=g)
+    src = torch.randint(4, V, (n, longest), generator=g)
+    src[torch.arange(longest)[None, :] >= lengths[:, None]] = 0
+    return src
+
+
+@pytest.mark.parametrize("overrides", VARIANTS)
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_fast_greedy_equals_the_readable_version(overrides, use_cache):
+    from transformer.decode import simple_greedy_decode
+    model = make_model(**overrides)
+    for eos, extra in ((EOS, 20), (EOS, 2), (7, 10)):
+        src = mixed_sources()
+        fast = greedy_decode(model, src, BOS, eos, max_extra=extra, use_cache=use_cache)
+        assert torch.equal(fast, simple_greedy_decode(model, src, BOS, eos, max_extra=extra)), (eos, extra)
+
+
+@pytest.mark.parametrize("overrides", VARIANTS)
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_fast_beam_search_equals_the_readable_version(overrides, use_cache):
+    from transformer.decode import simple_beam_search
+    model = make_model(**overrides)
+    for k, alpha, extra in ((4, 0.6, 20), (2, 0.0, 3), (3, 1.5, 10), (1, 0.6, 8), (6, 0.6, 5)):
+        src = mixed_sources()
+        fast = beam_search(model, src, BOS, EOS, k, alpha, max_extra=extra, use_cache=use_cache)
+        assert torch.equal(fast, simple_beam_search(model, src, BOS, EOS, k, alpha, max_extra=extra)), (k, alpha)
+
+
+def test_fast_beam_search_keeps_the_first_of_equal_hypotheses():
+    """Two finished hypotheses with the same normalised score: the one found first wins, as max() did."""
+    from transformer.decode import simple_beam_search
+    torch.manual_seed(0)
+    model = make_model()
+    with torch.no_grad():                       # every token equally likely: all scores tie
+        model.generator.proj.weight.zero_()
+    src = mixed_sources(n=6)
+    assert torch.equal(beam_search(model, src, BOS, EOS, 4, 0.6, max_extra=4),
+                       simple_beam_search(model, src, BOS, EOS, 4, 0.6, max_extra=4))
+
+
+def decoder_rows_and_syncs(model, decode):
+    """Rows the decoder stack saw at each step, and the operators that made the host wait."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    waits = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default,
+             torch.ops.aten.is_nonzero.default, torch.ops.aten.masked_select.default}
+
+    class Count(TorchDispatchMode):
+        syncs = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            bool_index = func in (torch.ops.aten.index.Tensor, torch.ops.aten.index_put_.default,
+                                  torch.ops.aten.index_put.default) and any(
+                isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1] if i is not None)
+            Count.syncs += func in waits or bool_index     # a boolean index needs nonzero() on the host
+            return func(*args, **kwargs)
+
+    rows = []
+    hook = model.decoder.register_forward_pre_hook(lambda module, args: rows.append(args[0].size(0)))
+    try:
+        with Count():
+            decode()
+    finally:
+        hook.remove()
+    return rows, Count.syncs
+
+
+@pytest.mark.parametrize("search", ["greedy", "beam"])
+def test_finished_sentences_leave_the_batch_and_the_host_waits_once_a_step(search):
+    from transformer.decode import simple_beam_search, simple_greedy_decode
+    model, src = make_model(), mixed_sources()
+    model.validate_ids = False      # the id range check is a host sync of its own, at the first step
+    fast, simple = (greedy_decode, simple_greedy_decode) if search == "greedy" else (beam_search, simple_beam_search)
+    rows, syncs = decoder_rows_and_syncs(model, lambda: fast(model, src, BOS, EOS, max_extra=10))
+    rows_simple, syncs_simple = decoder_rows_and_syncs(model, lambda: simple(model, src, BOS, EOS, max_extra=10))
+    k = 1 if search == "greedy" else 4
+    assert rows[0] == rows_simple[0] == 12 * k and len(rows) == len(rows_simple)
+    assert rows == sorted(rows, reverse=True) and rows[-1] < rows[0] and sum(rows) < 0.8 * sum(rows_simple)
+    assert all(r % k == 0 for r in rows)                # whole sentences leave, all k rows at once
+    # int(limit.max()) before the loop, one nonzero() per step, and beam search's output width at the end
+    assert syncs <= 1 + len(rows) + (search == "beam"), (syncs, len(rows))
+    assert syncs <= syncs_simple
+
+
+def test_the_cache_grows_in_place_and_matches_concatenation():
+    from transformer.attention import append_to_cache
+    cache, keys = {}, []
+    buffers = set()
+    for step in range(40):
+        k = torch.randn(2, 3, 1, 4)
+        keys.append(k)
+        got_k, got_v = append_to_cache(cache, k, -k)
+        assert torch.equal(got_k, torch.cat(keys, dim=2)) and torch.equal(got_v, -torch.cat(keys, dim=2))
+        assert got_k.data_ptr() == cache["k"].data_ptr()          # a view of the buffer, not a copy
+        buffers.add(cache["k"].data_ptr())
+    assert cache["n"] == 40 and cache["k"].size(2) >= 40
+    assert len(buffers) == 3          # room for 16, then 34, then 70: three buffers for 40 steps
+    got_k, _ = append_to_cache(cache, torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4))   # several at once
+    assert got_k.size(2) == 45

@@ -3,7 +3,8 @@
 """Scaled dot-product attention, masks and multi-head attention (paper section 3.2)."""
 
 __all__ = [
-    "attention", "padding_mask", "causal_mask", "decoder_mask", "CAUSAL", "MultiHeadAttention",
+    "attention", "padding_mask", "causal_mask", "decoder_mask", "CAUSAL", "append_to_cache",
+    "MultiHeadAttention",
 ]
 
 import math
@@ -53,6 +54,24 @@ def decoder_mask(tgt_ids, pad_id):
 CAUSAL = "causal"
 
 
+def append_to_cache(cache, k, v):
+    """Write new keys and values [B, h, m, d] after the n cached ones; return views of all n + m.
+
+    cache["k"] and cache["v"] are buffers [B, h, room, d] of which cache["n"] positions are filled."""
+    n, m = cache.get("n", 0), k.size(2)
+    if "k" not in cache or n + m > cache["k"].size(2):
+        room = max(2 * (n + m), 16)       # doubling: growing to length L copies fewer than 2L positions
+        for name, new in (("k", k), ("v", v)):
+            buffer = new.new_empty(new.size(0), new.size(1), room, new.size(3))
+            if n:
+                buffer[:, :, :n] = cache[name][:, :, :n]
+            cache[name] = buffer
+    cache["k"][:, :, n:n + m] = k
+    cache["v"][:, :, n:n + m] = v
+    cache["n"] = n + m
+    return cache["k"][:, :, :n + m], cache["v"][:, :, :n + m]
+
+
 class MultiHeadAttention(nn.Module):
     """h heads of scaled dot-product attention in learned subspaces (section 3.2.2).
 
@@ -60,8 +79,8 @@ class MultiHeadAttention(nn.Module):
     broadcastable to [B, h, T, S] returns [B, T, d_model]. Passing the same tensor as x_q and x_kv
     (self-attention) projects queries, keys and values in one matrix product.
     cache (a dict, empty at the first step) is for decoding one position at a time: in self-attention
-    the new keys and values are appended to the cached ones; in encoder-decoder attention the memory's
-    keys and values are computed at the first step and reused after it (chapter 6.1).
+    the new keys and values are appended to the cached ones (append_to_cache); in encoder-decoder
+    attention the memory's keys and values are computed at the first step and reused after it (chapter 6.1).
     """
 
     def __init__(self, d_model, h, d_k=None, d_v=None, attn_drop=0.0):
@@ -96,9 +115,10 @@ class MultiHeadAttention(nn.Module):
             k, v = F.linear(x_kv, w[hk:], b[hk:]).split([hk, self.h * self.d_v], dim=-1)
         q, k, v = self.split_heads(q, self.d_k), self.split_heads(k, self.d_k), self.split_heads(v, self.d_v)
         if cache is not None:
-            if "k" in cache:   # self-attention: the new positions join the ones already decoded
-                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
-            cache["k"], cache["v"] = k, v
+            if x_q is x_kv:   # self-attention: the new positions join the ones already decoded
+                k, v = append_to_cache(cache, k, v)
+            else:             # encoder-decoder attention, first step
+                cache["k"], cache["v"] = k, v
         return q, k, v
 
     def forward(self, x_q, x_kv, mask=None, cache=None):

@@ -3,9 +3,11 @@
 """Greedy decoding and beam search with cached keys and values (paper section 6.1)."""
 
 __all__ = [
-    "next_token_logits", "output_limits", "greedy_decode", "length_penalty", "reorder_cache",
-    "beam_search", "sequence_logprob",
+    "next_token_logits", "output_limits", "simple_greedy_decode", "length_penalty", "reorder_cache",
+    "simple_beam_search", "sequence_logprob", "decoding", "greedy_decode", "beam_search",
 ]
+
+import contextlib
 
 import torch
 
@@ -25,8 +27,9 @@ def output_limits(src, pad_id, max_extra, max_len):
 
 
 @torch.no_grad()
-def greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
-    """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding after each sentence)."""
+def simple_greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
+    """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding after each sentence).
+    The readable version; greedy_decode (below) gives the same output faster."""
     was_training = model.training
     model.eval()
     pad = model.cfg.pad_id
@@ -52,19 +55,27 @@ def length_penalty(length, alpha):
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def reorder_cache(cache, rows):
-    """Select `rows` of every self-attention key/value in a decoding cache (after the beam moved)."""
-    for key, entry in cache.items():
-        if isinstance(entry, dict):
-            if "self" in entry and "k" in entry["self"]:
-                entry["self"]["k"] = entry["self"]["k"].index_select(0, rows)
-                entry["self"]["v"] = entry["self"]["v"].index_select(0, rows)
+def reorder_cache(cache, rows, memory_rows=None):
+    """Select `rows` of every self-attention key/value in a decoding cache (after the beam moved).
+
+    With memory_rows, also select those rows of the encoder-decoder keys/values and of the source
+    mask: the rows of the sentences that stay when finished ones leave the batch."""
+    for entry in cache.values():
+        if not isinstance(entry, dict):
+            continue
+        parts = [entry.get("self", {})] + ([entry.get("cross", {})] if memory_rows is not None else [])
+        for part, index in zip(parts, (rows, memory_rows)):
+            if "k" in part:
+                part["k"], part["v"] = part["k"].index_select(0, index), part["v"].index_select(0, index)
+    if memory_rows is not None and "src_mask" in cache:
+        cache["src_mask"] = cache["src_mask"].index_select(0, memory_rows)
 
 
 @torch.no_grad()
-def beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50, use_cache=True):
+def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50, use_cache=True):
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
-    (no <s>; </s> then padding), ranked by log-probability / length_penalty."""
+    (no <s>; </s> then padding), ranked by log-probability / length_penalty.
+    The readable version; beam_search (below) gives the same output faster."""
     was_training = model.training
     model.eval()
     B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
@@ -127,3 +138,123 @@ def sequence_logprob(model, src, out, bos_id, eos_id):
     tgt_in = tgt_in.masked_fill(tgt_in == eos_id, pad)
     logp = model(src, tgt_in).float().log_softmax(-1).gather(-1, out.unsqueeze(-1)).squeeze(-1)
     return logp.masked_fill(out == pad, 0.0).sum(dim=1)
+
+
+@contextlib.contextmanager
+def decoding(model):
+    """Evaluation mode while decoding; the training mode and the id-range check are restored afterwards.
+
+    The decoders switch the check off once the source is encoded: they feed back only ids the model
+    itself chose, and checking them would cost a host sync at every step."""
+    was_training, check = model.training, getattr(model, "validate_ids", True)
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+        model.validate_ids = check
+
+
+@torch.inference_mode()
+def greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
+    """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding after each sentence).
+
+    The same output as simple_greedy_decode; a sentence leaves the batch when it ends."""
+    B, pad, dev = src.size(0), model.cfg.pad_id, src.device
+    limit = output_limits(src, pad, max_extra, model.cfg.max_len)
+    limit_steps = set(limit.tolist())                # the steps at which some sentence must end
+    out = torch.full((B, max(limit_steps)), pad, dtype=torch.long, device=dev)
+    alive = torch.arange(B, device=dev)              # the sentence each row of the batch decodes
+    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=dev)
+    cache = {} if use_cache else None
+    with decoding(model):
+        memory = model.encode(src)                   # checks the source ids
+        model.validate_ids = False
+        for t in range(1, max(limit_steps) + 1):
+            token = next_token_logits(model, ys, memory, src, cache).argmax(dim=-1)
+            if t in limit_steps:
+                token = torch.where(t >= limit, eos_id, token)
+            out[alive, t - 1] = token
+            keep = (token != eos_id).nonzero().flatten()   # the step's one wait for the device
+            if keep.numel() < alive.numel():                 # some sentences ended: they leave the batch
+                if keep.numel() == 0:
+                    break
+                alive, limit, memory, src, token, ys = (x[keep] for x in (alive, limit, memory, src, token, ys))
+                if use_cache:
+                    reorder_cache(cache, keep, keep)
+            # with a cache only the newest token is fed; without, the whole prefix
+            ys = token[:, None] if use_cache else torch.cat([ys, token[:, None]], dim=1)
+    return out[:, :t]
+
+
+@torch.inference_mode()
+def beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50, use_cache=True):
+    """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
+    (no <s>; </s> then padding), ranked by log-probability / length_penalty.
+
+    The same output as simple_beam_search; a sentence leaves the batch when it has beam_size finished
+    hypotheses or reaches its length limit, and nothing is read back to the host but that test."""
+    B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
+    limit = output_limits(src, pad, max_extra, model.cfg.max_len)
+    limit_steps = set(limit.tolist())                 # the steps at which some sentence must end
+    steps = max(limit_steps)
+    src_k = src.repeat_interleave(k, dim=0)
+    tokens = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
+    scores = torch.zeros(B, k, device=dev)
+    scores[:, 1:] = float("-inf")          # all k rows start identical: keep only one alive at first
+    # per sentence: the best finished hypothesis so far, its normalised score and length, and how
+    # many hypotheses have finished
+    best = torch.full((B,), float("-inf"), dtype=torch.float64, device=dev)
+    best_hyp = torch.full((B, steps), pad, dtype=torch.long, device=dev)
+    best_len = torch.ones(B, dtype=torch.long, device=dev)
+    n_finished = torch.zeros(B, dtype=torch.long, device=dev)
+    alive = torch.arange(B, device=dev)    # the sentence each group of k rows decodes
+    cache = {} if use_cache else None
+    with decoding(model):
+        memory = model.encode(src).repeat_interleave(k, dim=0)     # [B*k, S, d]; checks the source ids
+        model.validate_ids = False
+        for t in range(1, steps + 1):
+            b = alive.size(0)
+            base = torch.arange(b, device=dev)[:, None] * k
+            logp = next_token_logits(model, tokens, memory, src_k, cache).float().log_softmax(-1)
+            V = logp.size(-1)
+            logp = logp.view(b, k, V)
+            at_limit = t >= limit                                      # these sentences must end now
+            if t in limit_steps:
+                not_eos = torch.arange(V, device=dev) != eos_id
+                logp = logp.masked_fill(at_limit[:, None, None] & not_eos, float("-inf"))
+            cand = (scores[:, :, None] + logp).view(b, k * V)
+            top_scores, top_ids = cand.topk(2 * k, dim=1)               # [b, 2k]
+            top_beam, top_tok = top_ids // V, top_ids % V
+            is_eos = top_tok == eos_id
+            # hypotheses that end here, if they rank among the k best extensions: keep the best of them
+            ends = is_eos[:, :k] & torch.isfinite(top_scores[:, :k])
+            normed = torch.where(ends, top_scores[:, :k].double() / length_penalty(t, alpha), float("-inf"))
+            j = normed.argmax(dim=1, keepdim=True)                      # the first of equals, as max() did
+            step_best = normed.gather(1, j).squeeze(1)
+            better = step_best > best[alive]                            # strictly: the earlier one wins ties
+            ending_rows = (base + top_beam.gather(1, j)).squeeze(1)
+            hyp = torch.cat([tokens[ending_rows, 1:], torch.full((b, 1), eos_id, device=dev)], dim=1)
+            best[alive] = torch.where(better, step_best, best[alive])
+            best_hyp[alive, :t] = torch.where(better[:, None], hyp, best_hyp[alive, :t])
+            best_len[alive] = torch.where(better, t, best_len[alive])
+            n_finished[alive] += ends.sum(dim=1)
+            # the k best extensions that go on form the next beam
+            alive_scores = top_scores.masked_fill(is_eos, float("-inf"))
+            scores, pick = alive_scores.topk(k, dim=1)
+            rows = (base + top_beam.gather(1, pick)).view(-1)
+            tokens = torch.cat([tokens[rows], top_tok.gather(1, pick).view(-1, 1)], dim=1)
+            going_on = (n_finished[alive] < k) & ~at_limit
+            keep = going_on.nonzero().flatten()                        # the step's one wait for the device
+            if keep.numel() < b:                                        # finished sentences leave the batch
+                if keep.numel() == 0:
+                    break
+                keep_rows = (keep[:, None] * k + torch.arange(k, device=dev)).view(-1)
+                rows, tokens, memory, src_k = rows[keep_rows], tokens[keep_rows], memory[keep_rows], src_k[keep_rows]
+                alive, limit, scores = alive[keep], limit[keep], scores[keep]
+                if use_cache:
+                    reorder_cache(cache, rows, keep_rows)
+            elif use_cache:
+                reorder_cache(cache, rows)
+    best_hyp[:, 0] = torch.where(torch.isinf(best), eos_id, best_hyp[:, 0])   # nothing finished: an empty output
+    return best_hyp[:, :int(best_len.max())]

@@ -3,8 +3,8 @@
 """Checkpoint averaging, translation of raw text, sacreBLEU and tokenised BLEU (paper section 6.1)."""
 
 __all__ = [
-    "average_checkpoints", "load_model", "translate", "check_parallel", "sacre_bleu",
-    "split_compounds", "tokenized_bleu", "evaluate_run", "main",
+    "average_checkpoints", "load_model", "length_batches", "translate", "check_parallel",
+    "sacre_bleu", "split_compounds", "tokenized_bleu", "evaluate_run", "main",
 ]
 
 import argparse
@@ -61,6 +61,20 @@ def load_model(run_dir, average_last=1, device="cpu"):
     return model.to(device).eval(), vocab, [p.name for p in paths[-average_last:]]
 
 
+def length_batches(lengths, beam_size, max_extra, batch_tokens):
+    """Sentence indices grouped by length: each group fits (sentences x beam x longest possible output)
+    <= batch_tokens, or holds a single sentence."""
+    batches, current = [], []
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):   # lengths[i] is the longest so far
+        if current and (len(current) + 1) * beam_size * (lengths[i] + max_extra) > batch_tokens:
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
 @torch.no_grad()
 def translate(model, vocab, sentences, beam_size=4, alpha=0.6, max_extra=50, batch_tokens=20000, progress=True):
     """Raw source sentences -> raw translations (beam search; beam_size=1 means greedy decoding).
@@ -72,16 +86,8 @@ def translate(model, vocab, sentences, beam_size=4, alpha=0.6, max_extra=50, bat
     for i, s in enumerate(ids):
         if len(s) >= model.cfg.max_len:
             raise ValueError(f"sentence {i} has {len(s)} tokens; the model accepts fewer than {model.cfg.max_len}")
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = [None] * len(ids)
-    batches, current = [], []
-    for i in order:   # sorted by length, so ids[i] is the longest in the batch so far
-        if current and (len(current) + 1) * beam_size * (len(ids[i]) + max_extra) > batch_tokens:
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
+    batches = length_batches([len(s) for s in ids], beam_size, max_extra, batch_tokens)
     for batch in tqdm(batches, desc="translating", disable=not progress, leave=False):
         longest = max(len(ids[i]) for i in batch)
         src = torch.full((len(batch), longest), PAD, dtype=torch.long)

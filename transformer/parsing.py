@@ -3,10 +3,10 @@
 """Section 6.3: constituency parsing as sequence transduction: trees <-> tokens, evalb-style bracket F1."""
 
 __all__ = [
-    "PTB_SAMPLE", "treebank_dir", "base_label", "clean_tree", "file_split", "is_tree",
+    "PTB_SAMPLE", "treebank_dir", "base_label", "clean_tree", "wsj_number", "file_split", "is_tree",
     "read_treebank", "MalformedTree", "linearize", "delinearize", "repair", "parse_output",
     "PUNCTUATION_TAGS", "IGNORED_LABELS", "EQUAL_LABELS", "brackets", "with_tags", "bracket_scores",
-    "prepare_ptb", "gold_trees",
+    "prepare_ptb",
 ]
 
 import re
@@ -49,9 +49,14 @@ def clean_tree(tree):
     return Tree(base_label(tree.label()), children) if children else None
 
 
+def wsj_number(fileid):
+    """The file number NNNN of '.../wsj_NNNN.mrg'; its first two digits are the WSJ section."""
+    return int(re.search(r"wsj_(\d{4})", fileid).group(1))
+
+
 def file_split(fileid, full_treebank):
     """'train', 'dev', 'test' or None for a WSJ file: sections 02-21/22/23 of a full treebank, else the sample's split."""
-    number = int(re.search(r"wsj_(\d{4})", fileid).group(1))
+    number = wsj_number(fileid)
     if full_treebank:
         section = number // 100
         return "dev" if section == 22 else "test" if section == 23 else "train" if 2 <= section <= 21 else None
@@ -78,7 +83,7 @@ def read_treebank(path=None):
     if not reader.fileids():
         raise FileNotFoundError(f"no wsj_NNNN.mrg files in {root}")
     splits = {"train": [], "dev": [], "test": []}
-    full = any(int(re.search(r"wsj_(\d{4})", f).group(1)) >= 200 for f in reader.fileids())
+    full = any(wsj_number(f) >= 200 for f in reader.fileids())   # the sample stops at 0199
     for fileid in reader.fileids():
         split = file_split(fileid, full)
         if split is None:
@@ -264,9 +269,12 @@ def bracket_scores(gold_trees, predicted_trees):
             "test_brackets": n_test, "exact_match": 100 * exact / len(gold_trees), "sentences": len(gold_trees)}
 
 
-def prepare_ptb(dest_root, treebank=None):
-    """Write dest_root/ptb/{train,dev,test}.{words,tree}: sentences and their linearised trees. Returns counts."""
-    splits = read_treebank(treebank)
+def prepare_ptb(dest_root, treebank=None, splits=None):
+    """Write dest_root/ptb/{train,dev,test}.{words,tree}: sentences and their linearised trees. Returns counts.
+
+    `splits` are trees already read by read_treebank(treebank), so a caller that also scores against
+    them reads the treebank once."""
+    splits = read_treebank(treebank) if splits is None else splits
     out = Path(dest_root) / "ptb"
     out.mkdir(parents=True, exist_ok=True)
     for split, trees in splits.items():
@@ -275,8 +283,3 @@ def prepare_ptb(dest_root, treebank=None):
             with atomic_file(out / f"{split}.{suffix}") as tmp, open(tmp, "w", encoding="utf-8") as f:
                 f.writelines(" ".join(pair[column]) + "\n" for pair in pairs)
     return {split: len(trees) for split, trees in splits.items()}
-
-
-def gold_trees(split, treebank=None):
-    """The cleaned gold trees of one split, in the order prepare_ptb writes them."""
-    return read_treebank(treebank)[split]

@@ -1,0 +1,135 @@
+"""Export to CTranslate2 (transformer.deploy): the engine must decode our models as we do."""
+import json
+from collections import defaultdict
+from dataclasses import asdict
+
+import pytest
+import torch
+
+from tests.conftest import need_corpus
+from transformer import Transformer, TransformerConfig
+from transformer.checkpoint import save_checkpoint
+from transformer.corpora import load_split
+from transformer.data import BOS, EOS, PAD, train_bpe
+from transformer.decode import beam_search, greedy_decode
+
+from transformer.deploy import CTranslate2Model, ctranslate2_spec, export_ctranslate2, main
+
+MAX_EXTRA = 8     # small, so that many outputs reach the length limit and the limits are compared too
+
+
+@pytest.fixture(scope="module")
+def sources():
+    need_corpus("multi30k", "dev")
+    return [src for src, _ in load_split("multi30k", "dev")[:400]]
+
+
+@pytest.fixture(scope="module")
+def vocab(sources):
+    return train_bpe([(s, s) for s in sources], vocab_size=500)
+
+
+def make_run(folder, vocab, **overrides):
+    """A run folder with two checkpoints of an untrained model (any weights test a conversion)."""
+    torch.manual_seed(0)
+    cfg = TransformerConfig(**{**dict(N=2, d_model=32, d_ff=64, h=4, max_len=96), **overrides})
+    for step in (1, 2):
+        model = Transformer(cfg, len(vocab))
+        save_checkpoint(folder, step, {"model": model.state_dict(), "model_config": asdict(cfg), "vocab": vocab.proto},
+                        keep=5)
+    (folder / "profile.json").write_text(json.dumps({"average_last": 2}))
+    return folder
+
+
+def by_length(vocab, sentences, limit=40):
+    """Source id lists (with </s>) grouped by length, so that a batch shares one output limit."""
+    groups = defaultdict(list)
+    for ids in vocab.encode(sentences):
+        if len(ids) < limit:
+            groups[len(ids) + 1].append(ids + [EOS])
+    return groups
+
+
+def compare(run, out_dir, vocab, sentences, beam_size, alpha=0.0):
+    """(equal outputs, sentences, unequal ones where both outputs stopped at the length limit): ours
+    against the engine's, batch by batch of equal source length."""
+    from transformer.evaluate import load_model
+    model, _, _ = load_model(run, 2)
+    export_ctranslate2(run, out_dir, average_last=2)
+    engine = CTranslate2Model(out_dir, threads=1)
+    same = total = both_at_limit = 0
+    for length, rows in by_length(vocab, sentences).items():
+        src = torch.tensor(rows)
+        if beam_size == 1:
+            ours = greedy_decode(model, src, BOS, EOS, max_extra=MAX_EXTRA)
+        else:
+            ours = beam_search(model, src, BOS, EOS, beam_size, alpha, max_extra=MAX_EXTRA)
+        theirs = engine.translate_ids([r[:-1] for r in rows], beam_size, alpha, MAX_EXTRA)
+        longest = length + MAX_EXTRA - 1                 # tokens before the forced </s>
+        for row, other in zip(ours.tolist(), theirs):
+            mine = [i for i in row if i not in (PAD, EOS)]
+            same += mine == other
+            both_at_limit += mine != other and len(mine) == len(other) == longest
+            total += 1
+    return same, total, both_at_limit
+
+
+def test_greedy_output_equals_ours_token_for_token(tmp_path, vocab, sources):
+    run = make_run(tmp_path / "run", vocab)
+    same, total, _ = compare(run, tmp_path / "ct2", vocab, sources, beam_size=1)
+    assert total > 300 and same == total, f"{total - same} of {total} greedy outputs differ"
+
+
+@pytest.mark.parametrize("overrides", [dict(norm_first=True), dict(positional="learned"), dict(d_k=4, d_v=4)],
+                         ids=["pre-norm", "learned-positions", "narrow-heads"])
+def test_variants_convert_and_decode_alike(tmp_path, vocab, sources, overrides):
+    run = make_run(tmp_path / "run", vocab, **overrides)
+    same, total, _ = compare(run, tmp_path / "ct2", vocab, sources[:120], beam_size=1)
+    assert same == total, f"{total - same} of {total} greedy outputs differ"
+
+
+def test_beam_output_matches_ours_on_nearly_all_sentences(tmp_path, vocab, sources):
+    run = make_run(tmp_path / "run", vocab)
+    # Without a length penalty the two rank finished hypotheses alike (the engine divides by
+    # length ** alpha, the paper by ((5 + length) / 6) ** alpha). They part only at the length limit:
+    # there ours ends every hypothesis with </s> and adds log P(</s>) to its score, while the engine
+    # stops and ranks the unfinished hypotheses as they are.
+    same, total, both_at_limit = compare(run, tmp_path / "ct2", vocab, sources, beam_size=4, alpha=0.0)
+    print(f"beam 4: {same} of {total} outputs equal; {both_at_limit} of the others reached the limit in both")
+    assert same >= 0.9 * total, f"only {same} of {total} beam outputs are equal"
+    assert same + both_at_limit == total
+
+
+def test_int8_model_translates_raw_text(tmp_path, vocab, sources):
+    run = make_run(tmp_path / "run", vocab)
+    main([str(run), str(tmp_path / "int8"), "--quantization", "int8"])
+    engine = CTranslate2Model(tmp_path / "int8", compute_type="int8")
+    out = engine.translate(sources[:5], beam_size=2, max_extra=5)
+    assert len(out) == 5 and all(isinstance(t, str) for t in out)
+
+
+def test_the_command_averages_the_profile_s_checkpoints(tmp_path, vocab, capsys):
+    run = make_run(tmp_path / "run", vocab)
+    main([str(run), str(tmp_path / "ct2")])
+    assert "the average of step_0000001.pt, step_0000002.pt" in capsys.readouterr().out
+    assert (tmp_path / "ct2" / "model.bin").exists() and (tmp_path / "ct2" / "vocab.model").exists()
+
+
+def test_bad_input_is_refused_with_the_reason(tmp_path, vocab, capsys):
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "nowhere"), str(tmp_path / "out")])
+    assert "no run folder" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "empty"), str(tmp_path / "out")])
+    assert "no checkpoints" in capsys.readouterr().err
+    other = train_bpe([("ein kleiner Hund", "a small dog")] * 50, vocab_size=300)
+    model = Transformer(TransformerConfig(N=1, d_model=8, d_ff=16, h=2), len(vocab))
+    with pytest.raises(ValueError, match="vocabulary has 300 pieces but the model's embeddings have 500"):
+        ctranslate2_spec(model, other)
+    uneven = Transformer(TransformerConfig(N=1, d_model=8, d_ff=16, h=2, d_k=4, d_v=2), len(vocab))
+    with pytest.raises(ValueError, match="cannot be converted to CTranslate2: d_k=4 differs from d_v=2"):
+        ctranslate2_spec(uneven, vocab)
+    with pytest.raises(FileNotFoundError, match="no CTranslate2 model in"):
+        CTranslate2Model(tmp_path / "empty")
+    assert not (tmp_path / "out").exists()
