@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -71,7 +72,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     run = Path(args.run)
-    profile = json.loads((run / "profile.json").read_text()) if (run / "profile.json").exists() else {}
+    profile = evaluate.run_profile(run)
     average_last = profile.get("average_last", 1)
     model, vocab, used = evaluate.load_model(run, average_last)
     corpus = profile.get("corpus", "multi30k")
@@ -96,6 +97,8 @@ def main():
     except ImportError:
         print("ctranslate2 is not installed: its rows are left out")
         ct2 = {}
+    finally:
+        shutil.rmtree(ct2_dir)       # the engine has read the models into memory
 
     def translate(name, sentences, beam):
         if name in ct2:
@@ -116,9 +119,10 @@ def main():
         for name in names:
             tokens = sum(len(ids) + 1 for ids in vocab.encode(outputs[name]))
             same = sum(a == b for a, b in zip(outputs[name], outputs["package"])) if "package" in outputs else None
+            bleu, signature = evaluate.sacre_bleu(outputs[name], refs)
             row = {"search": "greedy" if beam == 1 else f"beam {beam}", "engine": name, "seconds": seconds[name],
                    "sentences_per_s": len(sources) / seconds[name], "target_tokens_per_s": tokens / seconds[name],
-                   "bleu": evaluate.sacre_bleu(outputs[name], refs)[0], "equal_to_package": same,
+                   "bleu": bleu, "equal_to_package": same,
                    "package_speedup": seconds[name] / seconds["package"] if "package" in seconds else None}
             rows.append(row)
             ratio = f"{row['package_speedup']:.2f}x" if row["package_speedup"] else "-"
@@ -128,7 +132,7 @@ def main():
         record = {"run": str(run), "checkpoints": used, "model": {"N": model.cfg.N, "d_model": model.cfg.d_model,
                   "h": model.cfg.h, "parameters": params}, "corpus": corpus, "split": "test", "sentences": len(sources),
                   "threads": args.threads, "alpha": 0.6, "max_extra": 50, "rows": rows,
-                  "bleu_signature": evaluate.sacre_bleu(["a"], ["a"])[1], "hardware": hardware(),
+                  "bleu_signature": signature, "hardware": hardware(),
                   "commit": git_commit(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                   "command": command_line()}
         out = Path(args.out)

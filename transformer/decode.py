@@ -60,13 +60,15 @@ def reorder_cache(cache, rows, memory_rows=None):
 
     With memory_rows, also select those rows of the encoder-decoder keys/values and of the source
     mask: the rows of the sentences that stay when finished ones leave the batch."""
+    def select(part, index):
+        if "k" in part:
+            part["k"], part["v"] = part["k"].index_select(0, index), part["v"].index_select(0, index)
+
     for entry in cache.values():
-        if not isinstance(entry, dict):
-            continue
-        parts = [entry.get("self", {})] + ([entry.get("cross", {})] if memory_rows is not None else [])
-        for part, index in zip(parts, (rows, memory_rows)):
-            if "k" in part:
-                part["k"], part["v"] = part["k"].index_select(0, index), part["v"].index_select(0, index)
+        if isinstance(entry, dict):                 # one decoder layer's caches
+            select(entry.get("self", {}), rows)
+            if memory_rows is not None:
+                select(entry.get("cross", {}), memory_rows)
     if memory_rows is not None and "src_mask" in cache:
         cache["src_mask"] = cache["src_mask"].index_select(0, memory_rows)
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from transformer.data import Vocab
-from transformer.evaluate import length_batches, load_model
+from transformer.evaluate import length_batches, load_model, run_profile
 
 
 def refuse_unconvertible(cfg):
@@ -154,10 +154,7 @@ def main(argv=None):
     run = Path(args.run)
     if not run.is_dir():
         parser.error(f"no run folder {run}")
-    k = args.average_last
-    if k is None:
-        profile = run / "profile.json"
-        k = json.loads(profile.read_text()).get("average_last", 1) if profile.exists() else 1
+    k = run_profile(run).get("average_last", 1) if args.average_last is None else args.average_last
     try:
         used = export_ctranslate2(run, args.out, k, args.quantization)
     except (FileNotFoundError, ValueError) as err:

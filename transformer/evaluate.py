@@ -3,8 +3,8 @@
 """Checkpoint averaging, translation of raw text, sacreBLEU and tokenised BLEU (paper section 6.1)."""
 
 __all__ = [
-    "average_checkpoints", "load_model", "length_batches", "translate", "check_parallel",
-    "sacre_bleu", "split_compounds", "tokenized_bleu", "evaluate_run", "main",
+    "average_checkpoints", "run_profile", "load_model", "length_batches", "translate",
+    "check_parallel", "sacre_bleu", "split_compounds", "tokenized_bleu", "evaluate_run", "main",
 ]
 
 import argparse
@@ -43,6 +43,12 @@ def average_checkpoints(paths):
             if v.is_floating_point():
                 total[k] += v.double()
     return {k: (v / len(paths)).float() if v.is_floating_point() else v for k, v in total.items()}
+
+
+def run_profile(run_dir):
+    """The training profile a run folder recorded (profile.json) as a dict; {} for a folder without one."""
+    path = Path(run_dir) / "profile.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def load_model(run_dir, average_last=1, device="cpu"):
