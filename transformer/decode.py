@@ -74,10 +74,13 @@ def reorder_cache(cache, rows, memory_rows=None):
 
 
 @torch.no_grad()
-def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50, use_cache=True):
+def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50, use_cache=True,
+                       trace=None):
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
     (no <s>; </s> then padding), ranked by log-probability / length_penalty.
-    The readable version; beam_search (below) gives the same output faster."""
+    The readable version; beam_search (below) gives the same output faster.
+    trace: a list to which each step appends, per sentence, its live beams and the hypotheses that
+    ended, with their log-probabilities (to show a search step by step)."""
     was_training = model.training
     model.eval()
     B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
@@ -104,12 +107,15 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
         top_scores, top_ids = cand.topk(2 * k, dim=1)                 # [B, 2k]
         top_beam, top_tok = top_ids // V, top_ids % V
         is_eos = top_tok == eos_id
+        ended = [[] for _ in range(B)]
         # set aside hypotheses that end here, if they rank among the k best extensions
         ends = is_eos[:, :k] & torch.isfinite(top_scores[:, :k]) & ~done[:, None]
         for b, j in ends.nonzero().tolist():
             row = b * k + top_beam[b, j].item()
             hyp = tokens[row, 1:].tolist() + [eos_id]
             finished[b].append((top_scores[b, j].item() / length_penalty(t, alpha), hyp))
+            if trace is not None:
+                ended[b].append({"tokens": hyp, "logprob": top_scores[b, j].item(), "length": t})
         for b in ends.any(dim=1).nonzero().flatten().tolist():
             if len(finished[b]) >= k:
                 done[b] = True
@@ -119,6 +125,11 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
         rows = (base + top_beam.gather(1, pick)).view(-1)
         tokens = torch.cat([tokens[rows], top_tok.gather(1, pick).view(-1, 1)], dim=1)
         scores = alive_scores
+        if trace is not None:
+            trace.append({"step": t, "sentences": [
+                {"beams": [{"tokens": tokens[b * k + j, 1:].tolist(), "logprob": scores[b, j].item()}
+                           for j in range(k) if torch.isfinite(scores[b, j])],
+                 "ended": ended[b], "done": bool(done[b])} for b in range(B)]})
         if use_cache:
             reorder_cache(cache, rows)
         if done.all():

@@ -116,11 +116,11 @@ def check_parallel(hyps, refs):
         raise ValueError("no sentences to score")
 
 
-def sacre_bleu(hyps, refs):
-    """sacreBLEU on detokenised text: (score, signature)."""
+def sacre_bleu(hyps, refs, lowercase=False):
+    """sacreBLEU on detokenised text: (score, signature). `lowercase` ignores case (signature case:lc)."""
     import sacrebleu
     check_parallel(hyps, refs)
-    metric = sacrebleu.metrics.BLEU()
+    metric = sacrebleu.metrics.BLEU(lowercase=lowercase)
     score = metric.corpus_score(list(hyps), [list(refs)])
     return score.score, str(metric.get_signature())
 
@@ -153,9 +153,11 @@ def evaluate_run(run_dir, split="test", average_last=None, beam_size=4, alpha=0.
     hyps = translate(model, vocab, sources, beam_size, alpha, progress=progress)
     seconds = time.time() - t0
     bleu, signature = sacre_bleu(hyps, refs)
+    bleu_lc, signature_lc = sacre_bleu(hyps, refs, lowercase=True)
     tok_bleu, tok_desc = tokenized_bleu(hyps, refs)
     return {"corpus": profile["corpus"], "split": split, "sentences": len(refs), "checkpoints": used,
             "beam_size": beam_size, "alpha": alpha, "sacrebleu": round(bleu, 2), "sacrebleu_signature": signature,
+            "sacrebleu_lowercase": round(bleu_lc, 2), "sacrebleu_lowercase_signature": signature_lc,
             "tokenized_bleu": round(tok_bleu, 2), "tokenized_bleu_method": tok_desc,
             "translate_seconds": round(seconds, 1), "sources": sources, "references": refs, "hypotheses": hyps}
 

@@ -1,0 +1,51 @@
+"""scripts/multi30k_cpu.py, run end to end with the tiny profile: decoding is chosen on dev, never on test."""
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import transformer.corpora
+import transformer.evaluate
+from tests.conftest import need_corpus
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "multi30k_cpu.py"
+
+
+def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
+    need_corpus("multi30k", "train", "dev", "test")
+    reads = []
+    real = transformer.corpora.load_split
+
+    def recording_load_split(corpus, split, *args, **kwargs):
+        reads.append(split)
+        return real(corpus, split, *args, **kwargs)
+
+    monkeypatch.setattr(transformer.corpora, "load_split", recording_load_split)
+    monkeypatch.setattr(transformer.evaluate, "load_split", recording_load_split)
+    out = tmp_path / "results"
+    monkeypatch.setattr(sys, "argv", ["multi30k_cpu.py", "--profile", "tiny", "--run", str(tmp_path / "run"),
+                                      "--results", str(out), "--max-sentences", "6"])
+    runpy.run_path(str(SCRIPT), run_name="__main__")
+
+    res = json.loads((out / "results.json").read_text())
+    grid = res["dev_grid"]["rows"]
+    # tiny keeps 3 checkpoints, so only "average 1" of (1, 5, 10) is possible; every alpha is tried
+    assert [(r["average_last"], r["alpha"]) for r in grid] == [(1, 0.0), (1, 0.6), (1, 1.0), (1, 1.5)]
+    best = max(r["sacrebleu_lowercase"] for r in grid)
+    first_best = next(r for r in grid if r["sacrebleu_lowercase"] == best)
+    assert res["chosen_on_dev"] == {"average_last": first_best["average_last"], "alpha": first_best["alpha"],
+                                    "beam_size": 5}
+    # the test split is read only after every dev translation, and then with the chosen setting
+    assert "test" in reads and "test" not in reads[:reads.index("test")] and \
+        set(reads[:reads.index("test")]) <= {"train", "dev"} and "dev" in reads[:reads.index("test")]
+    test = res["test"]
+    assert (test["beam_size"], test["alpha"], len(test["checkpoints"])) == \
+        (5, first_best["alpha"], first_best["average_last"])
+    # lowercasing can only merge n-gram types, so it never lowers BLEU
+    for row in grid + [test, res["test_greedy"], res["test_paper_decoding"], res["test_last_checkpoint"]]:
+        assert row["sacrebleu_lowercase"] >= row["sacrebleu"]
+    assert "case:lc" in test["sacrebleu_lowercase_signature"] and "case:mixed" in test["sacrebleu_signature"]
+    assert len((out / "translations.de").read_text(encoding="utf-8").splitlines()) == test["sentences"] == 6
+    assert res["training"]["steps"] == 30 and res["command"].endswith("--max-sentences 6")
+    for name in ("train_log.csv", "dev_log.csv", "profile.json", "run_info.json"):
+        assert (out / name).is_file()
