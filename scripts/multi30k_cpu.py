@@ -7,8 +7,9 @@ hour on a 2-core CPU), so that every machine trains the same model. Decoding set
 on the dev set only (val, 1014 sentences): how many of the last checkpoints to average and the length
 penalty alpha, at beam 5. The chosen setting translates test_2016_flickr once, scored with sacreBLEU
 cased and lowercased. Everything the book shows is written to results/multi30k-cpu/: results.json
-(the dev grid, test metrics, hardware, time, commit, command), the training and dev logs, and the
-translations.
+(the dev grid, test metrics, hardware, time, commit, command), the training and dev logs, the
+translations, and worked_example.json (one dev sentence's beam search step by step and its attention
+weights).
 """
 import argparse
 import json
@@ -23,7 +24,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split  # noqa: E402
-from transformer.evaluate import evaluate_run, load_model, sacre_bleu, translate  # noqa: E402
+from transformer.data import BOS, EOS  # noqa: E402
+from transformer.decode import length_penalty, simple_beam_search  # noqa: E402
+from transformer.evaluate import attention_maps, evaluate_run, load_model, sacre_bleu, translate  # noqa: E402
 from transformer.train import cpu_name, get_profile, git_commit, train  # noqa: E402
 
 BEAM = 5
@@ -52,6 +55,45 @@ def dev_grid(run, corpus, averages, alphas, data_root, max_sentences=None):
     return grid
 
 
+def worked_example(run, corpus, k, alpha, data_root, candidates=300, max_words=12):
+    """A short dev sentence whose best translation changes with the length penalty: its beam search
+    step by step, its finished hypotheses, and every head's attention weights over the winner."""
+    model, vocab, _ = load_model(run, k)
+    contrast = alpha if alpha > 0 else 0.6          # the length penalty set against none at all
+    pieces = lambda ids: [vocab.sp.id_to_piece(i) for i in ids]
+    first = None
+    for source, reference in load_split(corpus, "dev", data_root)[:candidates]:
+        if len(source.split()) > max_words:
+            continue
+        src = torch.tensor([vocab.encode(source) + [EOS]])
+        trace = []
+        simple_beam_search(model, src, BOS, EOS, BEAM, contrast, trace=trace)
+        finished = [h for step in trace for h in step["sentences"][0]["ended"]]
+        winner = {a: max(finished, key=lambda h: h["logprob"] / length_penalty(h["length"], a)) for a in (0.0, contrast)}
+        first = first or (source, reference, src, trace, finished, winner)
+        if winner[0.0] is not winner[contrast]:
+            break
+    else:   # no sentence among the candidates changes its winner: show the first one, and say so
+        source, reference, src, trace, finished, winner = first
+    best = winner[contrast]["tokens"]
+    maps = attention_maps(model, src, torch.tensor([[BOS] + best[:-1]]))
+    rounded = lambda t: [[[[round(x, 3) for x in row] for row in head] for head in layer] for layer in t.tolist()]
+    return {
+        "source": source, "reference": reference, "source_pieces": pieces(src[0].tolist()),
+        "beam_size": BEAM, "alpha": contrast, "winner_changes": winner[0.0] is not winner[contrast],
+        "steps": [{"step": st["step"],
+                   "beams": [{"pieces": pieces(b["tokens"]), "logprob": round(b["logprob"], 4)}
+                             for b in st["sentences"][0]["beams"]],
+                   "ended": [{"pieces": pieces(h["tokens"]), "logprob": round(h["logprob"], 4), "length": h["length"]}
+                             for h in st["sentences"][0]["ended"]]} for st in trace],
+        "finished": [{"pieces": pieces(h["tokens"]), "text": vocab.decode(h["tokens"]),
+                      "logprob": round(h["logprob"], 4), "length": h["length"]} for h in finished],
+        "winner_alpha_0": vocab.decode(winner[0.0]["tokens"]), "winner": vocab.decode(best),
+        "output_pieces": pieces(best),
+        "attention": {"encoder": rounded(maps["encoder"]), "cross": rounded(maps["cross"])},
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", default=str(ROOT / "runs" / "multi30k-cpu"))
@@ -78,6 +120,7 @@ def main():
     paper_decoding = both_bleu(translate(model, vocab, test["sources"], 4, 0.6), refs)
     single, vocab, _ = load_model(run, 1)
     last_only = both_bleu(translate(single, vocab, test["sources"], BEAM, alpha), refs)
+    example = worked_example(run, profile.corpus, k, alpha, args.data_dir)
     eval_minutes = (time.time() - started) / 60
 
     out.mkdir(parents=True, exist_ok=True)
@@ -106,6 +149,7 @@ def main():
         "test_paper_decoding": {"beam_size": 4, "alpha": 0.6, **paper_decoding},
         "test_last_checkpoint": last_only,
     }
+    (out / "worked_example.json").write_text(json.dumps(example, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     print(json.dumps({key: v for key, v in results.items() if key != "dev_grid"}, indent=1, ensure_ascii=False))
 

@@ -4,8 +4,11 @@ import runpy
 import sys
 from pathlib import Path
 
+import torch
+
 import transformer.corpora
 import transformer.evaluate
+from transformer.decode import length_penalty
 from tests.conftest import need_corpus
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "multi30k_cpu.py"
@@ -49,3 +52,19 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
     assert res["training"]["steps"] == 30 and res["command"].endswith("--max-sentences 6")
     for name in ("train_log.csv", "dev_log.csv", "profile.json", "run_info.json"):
         assert (out / name).is_file()
+
+    # the worked example: its winner is the best finished hypothesis under its alpha, and not under
+    # alpha 0 exactly when the record says the length penalty changed the winner
+    ex = json.loads((out / "worked_example.json").read_text(encoding="utf-8"))
+    score = lambda h, a: h["logprob"] / length_penalty(h["length"], a)
+    best = max(ex["finished"], key=lambda h: score(h, ex["alpha"]))
+    plain = max(ex["finished"], key=lambda h: score(h, 0.0))
+    assert best["text"] == ex["winner"] and plain["text"] == ex["winner_alpha_0"]
+    assert ex["winner_changes"] == (best is not plain) and best["pieces"] == ex["output_pieces"]
+    ended = [h["pieces"] for step in ex["steps"] for h in step["ended"]]
+    assert ended == [h["pieces"] for h in ex["finished"]] and ended and all(p[-1] == "</s>" for p in ended)
+    assert all(len(step["beams"]) <= ex["beam_size"] for step in ex["steps"])
+    cross, enc = torch.tensor(ex["attention"]["cross"]), torch.tensor(ex["attention"]["encoder"])
+    S, T = len(ex["source_pieces"]), len(ex["output_pieces"])
+    assert cross.shape == (2, 4, T, S) and enc.shape == (2, 4, S, S)   # tiny: 2 layers, 4 heads
+    assert torch.allclose(cross.sum(-1), torch.ones(2, 4, T), atol=0.01)

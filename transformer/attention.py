@@ -17,9 +17,10 @@ from torch import nn
 def attention(Q, K, V, mask=None, dropout=None):
     """Equation (1), written out: softmax(Q K^T / sqrt(d_k)) V.
 
-    Q: [..., n_q, d_k], K: [..., n_k, d_k], V: [..., n_k, d_v]; mask: bool, broadcastable to
-    [..., n_q, n_k], True where a query may look at a key. Returns (output [..., n_q, d_v],
-    weights [..., n_q, n_k]). This is the teaching version; MultiHeadAttention uses the fused kernel.
+    Q: [..., n_q, d_k], K: [..., n_k, d_k], V: [..., n_k, d_v]; mask: bool,
+    broadcastable to [..., n_q, n_k], True where a query may look at a key. Returns
+    (output [..., n_q, d_v], weights [..., n_q, n_k]). This is the teaching version;
+    MultiHeadAttention uses the fused kernel.
     """
     d_k = Q.size(-1)
     scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)
@@ -27,7 +28,8 @@ def attention(Q, K, V, mask=None, dropout=None):
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
     if mask is not None:
-        # A query that may see no key has only -inf scores and softmax gives NaN; define its output as 0.
+        # A query that may see no key has only -inf scores and softmax gives NaN; define
+        # its output as 0.
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     if dropout is not None:
         weights = dropout(weights)
@@ -45,22 +47,27 @@ def causal_mask(size, device=None):
 
 
 def decoder_mask(tgt_ids, pad_id):
-    """Padding and causality combined for the decoder's self-attention: bool [B, 1, T, T]."""
+    """Padding and causality combined for the decoder's self-attention: bool
+    [B, 1, T, T]."""
     return padding_mask(tgt_ids, pad_id) & causal_mask(tgt_ids.size(1), tgt_ids.device)
 
 
-# Stands in for causal_mask(T) where a mask is expected: the fused kernel then skips the hidden half
-# of the score matrix instead of reading a [T, T] mask (see "Causality without a mask tensor" below).
+# Stands in for causal_mask(T) where a mask is expected: the fused kernel then skips the
+# hidden half of the score matrix instead of reading a [T, T] mask (see "Causality
+# without a mask tensor" below).
 CAUSAL = "causal"
 
 
 def append_to_cache(cache, k, v):
-    """Write new keys and values [B, h, m, d] after the n cached ones; return views of all n + m.
+    """Write new keys and values [B, h, m, d] after the n cached ones; return views of
+    all n + m.
 
-    cache["k"] and cache["v"] are buffers [B, h, room, d] of which cache["n"] positions are filled."""
+    cache["k"] and cache["v"] are buffers [B, h, room, d] of which cache["n"] positions
+    are filled."""
     n, m = cache.get("n", 0), k.size(2)
     if "k" not in cache or n + m > cache["k"].size(2):
-        room = max(2 * (n + m), 16)       # doubling: growing to length L copies fewer than 2L positions
+        # doubling: growing to length L copies fewer than 2L positions
+        room = max(2 * (n + m), 16)
         for name, new in (("k", k), ("v", v)):
             buffer = new.new_empty(new.size(0), new.size(1), room, new.size(3))
             if n:
@@ -75,18 +82,21 @@ def append_to_cache(cache, k, v):
 class MultiHeadAttention(nn.Module):
     """h heads of scaled dot-product attention in learned subspaces (section 3.2.2).
 
-    forward(x_q, x_kv, mask) with x_q [B, T, d_model], x_kv [B, S, d_model] and a bool mask
-    broadcastable to [B, h, T, S] returns [B, T, d_model]. Passing the same tensor as x_q and x_kv
-    (self-attention) projects queries, keys and values in one matrix product.
-    cache (a dict, empty at the first step) is for decoding one position at a time: in self-attention
-    the new keys and values are appended to the cached ones (append_to_cache); in encoder-decoder
-    attention the memory's keys and values are computed at the first step and reused after it (chapter 6.1).
+    forward(x_q, x_kv, mask) with x_q [B, T, d_model], x_kv [B, S, d_model] and a bool
+    mask broadcastable to [B, h, T, S] returns [B, T, d_model]. Passing the same tensor
+    as x_q and x_kv (self-attention) projects queries, keys and values in one matrix
+    product.
+    cache (a dict, empty at the first step) is for decoding one position at a time: in
+    self-attention the new keys and values are appended to the cached ones
+    (append_to_cache); in encoder-decoder attention the memory's keys and values are
+    computed at the first step and reused after it (chapter 6.1).
     """
 
     def __init__(self, d_model, h, d_k=None, d_v=None, attn_drop=0.0):
         super().__init__()
         if d_model % h:
-            raise ValueError(f"d_model={d_model} is not divisible by the number of heads h={h}")
+            raise ValueError(f"d_model={d_model} is not divisible by the number of "
+                             f"heads h={h}")
         self.h, self.d_k, self.d_v = h, d_k or d_model // h, d_v or d_model // h
         self.attn_drop = attn_drop
         # rows [0, h*d_k) are W^Q for all heads, then W^K, then W^V
@@ -102,43 +112,54 @@ class MultiHeadAttention(nn.Module):
         return x.transpose(1, 2).flatten(2)
 
     def project(self, x_q, x_kv, cache=None):
-        """The per-head queries, keys and values, each [B, h, n, d] (keys and values include the cache)."""
+        """The per-head queries, keys and values, each [B, h, n, d] (keys and values
+        include the cache)."""
         hk = self.h * self.d_k
         w, b = self.in_proj.weight, self.in_proj.bias
         if cache is not None and x_q is not x_kv and "k" in cache:
-            # encoder-decoder attention while decoding: the memory, hence its keys and values, never changes
-            return self.split_heads(F.linear(x_q, w[:hk], b[:hk]), self.d_k), cache["k"], cache["v"]
+            # encoder-decoder attention while decoding: the memory, hence its keys and
+            # values, never changes
+            return (self.split_heads(F.linear(x_q, w[:hk], b[:hk]), self.d_k),
+                    cache["k"], cache["v"])
         if x_q is x_kv:
             q, k, v = self.in_proj(x_q).split([hk, hk, self.h * self.d_v], dim=-1)
         else:
             q = F.linear(x_q, w[:hk], b[:hk])
             k, v = F.linear(x_kv, w[hk:], b[hk:]).split([hk, self.h * self.d_v], dim=-1)
-        q, k, v = self.split_heads(q, self.d_k), self.split_heads(k, self.d_k), self.split_heads(v, self.d_v)
+        q, k, v = (self.split_heads(q, self.d_k), self.split_heads(k, self.d_k),
+                   self.split_heads(v, self.d_v))
         if cache is not None:
-            if x_q is x_kv:   # self-attention: the new positions join the ones already decoded
+            if x_q is x_kv:
+                # self-attention: the new positions join the ones already decoded
                 k, v = append_to_cache(cache, k, v)
-            else:             # encoder-decoder attention, first step
+            else:
+                # encoder-decoder attention, first step
                 cache["k"], cache["v"] = k, v
         return q, k, v
 
     def forward(self, x_q, x_kv, mask=None, cache=None):
         q, k, v = self.project(x_q, x_kv, cache)
         empty, is_causal = None, isinstance(mask, str)
-        if is_causal:   # CAUSAL: the kernel applies the pattern; every query sees key 0, so no row is empty
+        # CAUSAL: the kernel applies the pattern; every query sees key 0, so no row is
+        # empty
+        if is_causal:
             mask = None
         elif mask is not None:
-            # Queries that may see no key: let the kernel see every key (never a 0/0), then zero them.
+            # Queries that may see no key: let the kernel see every key (never a 0/0),
+            # then zero them.
             empty = ~mask.any(dim=-1, keepdim=True)
             mask = mask | empty
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
-                                             dropout_p=self.attn_drop if self.training else 0.0)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=is_causal,
+            dropout_p=self.attn_drop if self.training else 0.0)
         if empty is not None:
             out = out.masked_fill(empty, 0.0)
         return self.out_proj(self.merge_heads(out))
 
     @torch.no_grad()
     def attention_weights(self, x_q, x_kv, mask=None):
-        """The per-head weights softmax(QK^T/sqrt(d_k)) [B, h, T, S], for looking at (the fused kernel hides them)."""
+        """The per-head weights softmax(QK^T/sqrt(d_k)) [B, h, T, S], for looking at
+        (the fused kernel hides them)."""
         q, k, v = self.project(x_q, x_kv)
         if isinstance(mask, str):
             mask = causal_mask(q.size(-2), q.device)

@@ -13,7 +13,8 @@ import torch
 
 
 def next_token_logits(model, prefix, memory, src, cache=None):
-    """Logits [B, V] for the token after `prefix` [B, t]; with a cache dict, only prefix[:, -1:] is fed."""
+    """Logits [B, V] for the token after `prefix` [B, t]; with a cache dict, only
+    prefix[:, -1:] is fed."""
     if cache is None:
         states = model.decoder_states(prefix, memory, src)
     else:
@@ -22,13 +23,15 @@ def next_token_logits(model, prefix, memory, src, cache=None):
 
 
 def output_limits(src, pad_id, max_extra, max_len):
-    """Per-sentence maximum output length: input length + max_extra, within the positional table."""
+    """Per-sentence maximum output length: input length + max_extra, within the
+    positional table."""
     return ((src != pad_id).sum(dim=1) + max_extra).clamp(max=max_len - 1)
 
 
 @torch.no_grad()
 def simple_greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
-    """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding after each sentence).
+    """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding
+    after each sentence).
     The readable version; greedy_decode (below) gives the same output faster."""
     was_training = model.training
     model.eval()
@@ -56,13 +59,16 @@ def length_penalty(length, alpha):
 
 
 def reorder_cache(cache, rows, memory_rows=None):
-    """Select `rows` of every self-attention key/value in a decoding cache (after the beam moved).
+    """Select `rows` of every self-attention key/value in a decoding cache (after the
+    beam moved).
 
-    With memory_rows, also select those rows of the encoder-decoder keys/values and of the source
-    mask: the rows of the sentences that stay when finished ones leave the batch."""
+    With memory_rows, also select those rows of the encoder-decoder keys/values and of
+    the source mask: the rows of the sentences that stay when finished ones leave the
+    batch."""
     def select(part, index):
         if "k" in part:
-            part["k"], part["v"] = part["k"].index_select(0, index), part["v"].index_select(0, index)
+            part["k"], part["v"] = (part["k"].index_select(0, index),
+                                    part["v"].index_select(0, index))
 
     for entry in cache.values():
         if isinstance(entry, dict):                 # one decoder layer's caches
@@ -74,13 +80,14 @@ def reorder_cache(cache, rows, memory_rows=None):
 
 
 @torch.no_grad()
-def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50, use_cache=True,
-                       trace=None):
+def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50,
+                       use_cache=True, trace=None):
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
     (no <s>; </s> then padding), ranked by log-probability / length_penalty.
     The readable version; beam_search (below) gives the same output faster.
-    trace: a list to which each step appends, per sentence, its live beams and the hypotheses that
-    ended, with their log-probabilities (to show a search step by step)."""
+    trace: a list to which each step appends, per sentence, its live beams and the
+    hypotheses that ended, with their log-probabilities (to show a search step by
+    step)."""
     was_training = model.training
     model.eval()
     B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
@@ -89,16 +96,19 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
     src_k = src.repeat_interleave(k, dim=0)
     tokens = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
     scores = torch.zeros(B, k, device=dev)
-    scores[:, 1:] = float("-inf")        # all k rows start identical: keep only one alive at first
+    # all k rows start identical: keep only one alive at first
+    scores[:, 1:] = float("-inf")
     finished = [[] for _ in range(B)]    # per sentence: (normalised score, token list)
     done = torch.zeros(B, dtype=torch.bool, device=dev)
     cache = {} if use_cache else None
     base = torch.arange(B, device=dev)[:, None] * k
     for t in range(1, int(limit.max()) + 1):
-        logp = next_token_logits(model, tokens, memory, src_k, cache).float().log_softmax(-1)
+        logp = (next_token_logits(model, tokens, memory, src_k, cache)
+                .float().log_softmax(-1))
         V = logp.size(-1)
         logp = logp.view(B, k, V)
-        at_limit = t >= limit                                        # these sentences must end now
+        # these sentences must end now
+        at_limit = t >= limit
         if at_limit.any():
             forced = torch.full_like(logp[at_limit], float("-inf"))
             forced[..., eos_id] = logp[at_limit][..., eos_id]
@@ -113,9 +123,11 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
         for b, j in ends.nonzero().tolist():
             row = b * k + top_beam[b, j].item()
             hyp = tokens[row, 1:].tolist() + [eos_id]
-            finished[b].append((top_scores[b, j].item() / length_penalty(t, alpha), hyp))
+            finished[b].append(
+                (top_scores[b, j].item() / length_penalty(t, alpha), hyp))
             if trace is not None:
-                ended[b].append({"tokens": hyp, "logprob": top_scores[b, j].item(), "length": t})
+                ended[b].append({"tokens": hyp, "logprob": top_scores[b, j].item(),
+                                 "length": t})
         for b in ends.any(dim=1).nonzero().flatten().tolist():
             if len(finished[b]) >= k:
                 done[b] = True
@@ -127,7 +139,8 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
         scores = alive_scores
         if trace is not None:
             trace.append({"step": t, "sentences": [
-                {"beams": [{"tokens": tokens[b * k + j, 1:].tolist(), "logprob": scores[b, j].item()}
+                {"beams": [{"tokens": tokens[b * k + j, 1:].tolist(),
+                            "logprob": scores[b, j].item()}
                            for j in range(k) if torch.isfinite(scores[b, j])],
                  "ended": ended[b], "done": bool(done[b])} for b in range(B)]})
         if use_cache:
@@ -144,21 +157,25 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
 
 @torch.no_grad()
 def sequence_logprob(model, src, out, bos_id, eos_id):
-    """log P(out | src) under the model, per sentence; `out` as returned by the decoders."""
+    """log P(out | src) under the model, per sentence; `out` as returned by the
+    decoders."""
     model.eval()
     pad = model.cfg.pad_id
     tgt_in = torch.cat([torch.full_like(out[:, :1], bos_id), out[:, :-1]], dim=1)
     tgt_in = tgt_in.masked_fill(tgt_in == eos_id, pad)
-    logp = model(src, tgt_in).float().log_softmax(-1).gather(-1, out.unsqueeze(-1)).squeeze(-1)
+    logp = (model(src, tgt_in).float().log_softmax(-1)
+            .gather(-1, out.unsqueeze(-1)).squeeze(-1))
     return logp.masked_fill(out == pad, 0.0).sum(dim=1)
 
 
 @contextlib.contextmanager
 def decoding(model):
-    """Evaluation mode while decoding; the training mode and the id-range check are restored afterwards.
+    """Evaluation mode while decoding; the training mode and the id-range check are
+    restored afterwards.
 
-    The decoders switch the check off once the source is encoded: they feed back only ids the model
-    itself chose, and checking them would cost a host sync at every step."""
+    The decoders switch the check off once the source is encoded: they feed back only
+    ids the model itself chose, and checking them would cost a host sync at every
+    step."""
     was_training, check = model.training, getattr(model, "validate_ids", True)
     model.eval()
     try:
@@ -170,14 +187,18 @@ def decoding(model):
 
 @torch.inference_mode()
 def greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
-    """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding after each sentence).
+    """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding
+    after each sentence).
 
-    The same output as simple_greedy_decode; a sentence leaves the batch when it ends."""
+    The same output as simple_greedy_decode; a sentence leaves the batch when it
+    ends."""
     B, pad, dev = src.size(0), model.cfg.pad_id, src.device
     limit = output_limits(src, pad, max_extra, model.cfg.max_len)
-    limit_steps = set(limit.tolist())                # the steps at which some sentence must end
+    # the steps at which some sentence must end
+    limit_steps = set(limit.tolist())
     out = torch.full((B, max(limit_steps)), pad, dtype=torch.long, device=dev)
-    alive = torch.arange(B, device=dev)              # the sentence each row of the batch decodes
+    # the sentence each row of the batch decodes
+    alive = torch.arange(B, device=dev)
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=dev)
     cache = {} if use_cache else None
     with decoding(model):
@@ -188,11 +209,14 @@ def greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
             if t in limit_steps:
                 token = torch.where(t >= limit, eos_id, token)
             out[alive, t - 1] = token
-            keep = (token != eos_id).nonzero().flatten()   # the step's one wait for the device
-            if keep.numel() < alive.numel():                 # some sentences ended: they leave the batch
+            # the step's one wait for the device
+            keep = (token != eos_id).nonzero().flatten()
+            # some sentences ended: they leave the batch
+            if keep.numel() < alive.numel():
                 if keep.numel() == 0:
                     break
-                alive, limit, memory, src, token, ys = (x[keep] for x in (alive, limit, memory, src, token, ys))
+                alive, limit, memory, src, token, ys = (
+                    x[keep] for x in (alive, limit, memory, src, token, ys))
                 if use_cache:
                     reorder_cache(cache, keep, keep)
             # with a cache only the newest token is fed; without, the whole prefix
@@ -201,22 +225,26 @@ def greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
 
 
 @torch.inference_mode()
-def beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50, use_cache=True):
+def beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50,
+                use_cache=True):
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
     (no <s>; </s> then padding), ranked by log-probability / length_penalty.
 
-    The same output as simple_beam_search; a sentence leaves the batch when it has beam_size finished
-    hypotheses or reaches its length limit, and nothing is read back to the host but that test."""
+    The same output as simple_beam_search; a sentence leaves the batch when it has
+    beam_size finished hypotheses or reaches its length limit, and nothing is read back
+    to the host but that test."""
     B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
     limit = output_limits(src, pad, max_extra, model.cfg.max_len)
-    limit_steps = set(limit.tolist())                 # the steps at which some sentence must end
+    # the steps at which some sentence must end
+    limit_steps = set(limit.tolist())
     steps = max(limit_steps)
     src_k = src.repeat_interleave(k, dim=0)
     tokens = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
     scores = torch.zeros(B, k, device=dev)
-    scores[:, 1:] = float("-inf")          # all k rows start identical: keep only one alive at first
-    # per sentence: the best finished hypothesis so far, its normalised score and length, and how
-    # many hypotheses have finished
+    # all k rows start identical: keep only one alive at first
+    scores[:, 1:] = float("-inf")
+    # per sentence: the best finished hypothesis so far, its normalised score and
+    # length, and how many hypotheses have finished
     best = torch.full((B,), float("-inf"), dtype=torch.float64, device=dev)
     best_hyp = torch.full((B, steps), pad, dtype=torch.long, device=dev)
     best_len = torch.ones(B, dtype=torch.long, device=dev)
@@ -224,30 +252,40 @@ def beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50
     alive = torch.arange(B, device=dev)    # the sentence each group of k rows decodes
     cache = {} if use_cache else None
     with decoding(model):
-        memory = model.encode(src).repeat_interleave(k, dim=0)     # [B*k, S, d]; checks the source ids
+        # [B*k, S, d]; checks the source ids
+        memory = model.encode(src).repeat_interleave(k, dim=0)
         model.validate_ids = False
         for t in range(1, steps + 1):
             b = alive.size(0)
             base = torch.arange(b, device=dev)[:, None] * k
-            logp = next_token_logits(model, tokens, memory, src_k, cache).float().log_softmax(-1)
+            logp = (next_token_logits(model, tokens, memory, src_k, cache)
+                    .float().log_softmax(-1))
             V = logp.size(-1)
             logp = logp.view(b, k, V)
-            at_limit = t >= limit                                      # these sentences must end now
+            # these sentences must end now
+            at_limit = t >= limit
             if t in limit_steps:
                 not_eos = torch.arange(V, device=dev) != eos_id
-                logp = logp.masked_fill(at_limit[:, None, None] & not_eos, float("-inf"))
+                logp = logp.masked_fill(at_limit[:, None, None] & not_eos,
+                                        float("-inf"))
             cand = (scores[:, :, None] + logp).view(b, k * V)
             top_scores, top_ids = cand.topk(2 * k, dim=1)               # [b, 2k]
             top_beam, top_tok = top_ids // V, top_ids % V
             is_eos = top_tok == eos_id
-            # hypotheses that end here, if they rank among the k best extensions: keep the best of them
+            # hypotheses that end here, if they rank among the k best extensions:
+            # keep the best of them
             ends = is_eos[:, :k] & torch.isfinite(top_scores[:, :k])
-            normed = torch.where(ends, top_scores[:, :k].double() / length_penalty(t, alpha), float("-inf"))
-            j = normed.argmax(dim=1, keepdim=True)                      # the first of equals, as max() did
+            normed = torch.where(ends,
+                                 top_scores[:, :k].double() / length_penalty(t, alpha),
+                                 float("-inf"))
+            # the first of equals, as max() did
+            j = normed.argmax(dim=1, keepdim=True)
             step_best = normed.gather(1, j).squeeze(1)
-            better = step_best > best[alive]                            # strictly: the earlier one wins ties
+            # strictly: the earlier one wins ties
+            better = step_best > best[alive]
             ending_rows = (base + top_beam.gather(1, j)).squeeze(1)
-            hyp = torch.cat([tokens[ending_rows, 1:], torch.full((b, 1), eos_id, device=dev)], dim=1)
+            hyp = torch.cat([tokens[ending_rows, 1:],
+                             torch.full((b, 1), eos_id, device=dev)], dim=1)
             best[alive] = torch.where(better, step_best, best[alive])
             best_hyp[alive, :t] = torch.where(better[:, None], hyp, best_hyp[alive, :t])
             best_len[alive] = torch.where(better, t, best_len[alive])
@@ -256,18 +294,23 @@ def beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50
             alive_scores = top_scores.masked_fill(is_eos, float("-inf"))
             scores, pick = alive_scores.topk(k, dim=1)
             rows = (base + top_beam.gather(1, pick)).view(-1)
-            tokens = torch.cat([tokens[rows], top_tok.gather(1, pick).view(-1, 1)], dim=1)
+            tokens = torch.cat([tokens[rows], top_tok.gather(1, pick).view(-1, 1)],
+                               dim=1)
             going_on = (n_finished[alive] < k) & ~at_limit
-            keep = going_on.nonzero().flatten()                        # the step's one wait for the device
-            if keep.numel() < b:                                        # finished sentences leave the batch
+            # the step's one wait for the device
+            keep = going_on.nonzero().flatten()
+            # finished sentences leave the batch
+            if keep.numel() < b:
                 if keep.numel() == 0:
                     break
                 keep_rows = (keep[:, None] * k + torch.arange(k, device=dev)).view(-1)
-                rows, tokens, memory, src_k = rows[keep_rows], tokens[keep_rows], memory[keep_rows], src_k[keep_rows]
+                rows, tokens, memory, src_k = (rows[keep_rows], tokens[keep_rows],
+                                               memory[keep_rows], src_k[keep_rows])
                 alive, limit, scores = alive[keep], limit[keep], scores[keep]
                 if use_cache:
                     reorder_cache(cache, rows, keep_rows)
             elif use_cache:
                 reorder_cache(cache, rows)
-    best_hyp[:, 0] = torch.where(torch.isinf(best), eos_id, best_hyp[:, 0])   # nothing finished: an empty output
+    # nothing finished: an empty output
+    best_hyp[:, 0] = torch.where(torch.isinf(best), eos_id, best_hyp[:, 0])
     return best_hyp[:, :int(best_len.max())]

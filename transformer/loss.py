@@ -11,15 +11,21 @@ import torch.nn.functional as F
 
 
 def label_smoothed_nll(logits, target, eps_ls, pad_id):
-    """logits [..., V] and target ids [...] -> (smoothed loss sum, NLL sum, number of non-pad tokens).
+    """logits [..., V] and target ids [...] -> (smoothed loss sum, NLL sum, number of
+    non-pad tokens).
 
-    The smoothed loss is the cross-entropy against (1 - eps_ls) * one_hot(target) + eps_ls / V.
+    The smoothed loss is the cross-entropy against
+    (1 - eps_ls) * one_hot(target) + eps_ls / V.
     """
     if logits.shape[:-1] != target.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} do not match target {tuple(target.shape)}")
-    logp = F.log_softmax(logits, dim=-1, dtype=torch.float32)   # float32 even for bf16 logits
-    weight = (target != pad_id).to(logp.dtype)                   # 0 at padding: no data-dependent shapes
+        raise ValueError(f"logits {tuple(logits.shape)} do not match "
+                         f"target {tuple(target.shape)}")
+    # float32 even for bf16 logits
+    logp = F.log_softmax(logits, dim=-1, dtype=torch.float32)
+    # 0 at padding: no data-dependent shapes
+    weight = (target != pad_id).to(logp.dtype)
     nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    uniform = -logp.sum(dim=-1) / logp.size(-1)   # a sum's backward is a broadcast, a mean's also divides
+    # a sum's backward is a broadcast, a mean's also divides
+    uniform = -logp.sum(dim=-1) / logp.size(-1)
     loss = (1.0 - eps_ls) * nll + eps_ls * uniform
     return (loss * weight).sum(), (nll * weight).sum(), weight.sum()

@@ -14,12 +14,14 @@ from torch import nn
 
 
 def sinusoidal_table(max_len, d_model):
-    """The paper's PE matrix [max_len, d_model]: sin on even dimensions, cos on odd ones."""
+    """The paper's PE matrix [max_len, d_model]:
+    sin on even dimensions, cos on odd ones."""
     if d_model % 2:
         raise ValueError(f"sinusoidal positions need an even d_model, got {d_model}")
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]
     # 1 / 10000^(2i/d_model), computed in float64 so that long tables stay accurate
-    inv_freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    inv_freq = torch.exp(-math.log(10000.0)
+                         * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(pos * inv_freq)
     pe[:, 1::2] = torch.cos(pos * inv_freq)
@@ -28,8 +30,9 @@ def sinusoidal_table(max_len, d_model):
 
 def check_length(length, start, max_len):
     if start + length > max_len:
-        raise ValueError(f"sequence of length {start + length} is longer than the positional table "
-                         f"(max_len={max_len}); raise TransformerConfig.max_len or shorten the input")
+        raise ValueError(f"sequence of length {start + length} is longer than the "
+                         f"positional table (max_len={max_len}); "
+                         "raise TransformerConfig.max_len or shorten the input")
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -46,7 +49,8 @@ class SinusoidalPositionalEncoding(nn.Module):
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """x [B, n, d_model] -> x + P[start:start+n], with P a learned [max_len, d_model] table."""
+    """x [B, n, d_model] -> x + P[start:start+n], with P a learned [max_len, d_model]
+    table."""
 
     def __init__(self, d_model, max_len=1024):
         super().__init__()

@@ -34,23 +34,28 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 from tqdm import tqdm
 
-from transformer.checkpoint import (atomic_save, capture_rng, checkpoint_file, checkpoint_paths,
-                                    load_latest_checkpoint, restore_rng, save_checkpoint)
+from transformer.checkpoint import (atomic_save, capture_rng, checkpoint_file,
+                                    checkpoint_paths, load_latest_checkpoint,
+                                    restore_rng, save_checkpoint)
 from transformer.corpora import load_split
-from transformer.data import (PAD, BatchStream, ParallelData, TokenArray, Vocab, accumulation_steps, atomic_file,
-                              clean_pairs, collate, encode_pairs, split_batch, train_bpe)
+from transformer.data import (PAD, BatchStream, ParallelData, TokenArray, Vocab,
+                              accumulation_steps, atomic_file, clean_pairs, collate,
+                              encode_pairs, split_batch, train_bpe)
 from transformer.loss import label_smoothed_nll
 from transformer.model import Transformer, TransformerConfig
 from transformer.optim import build_optimizer
 
 
 def steps_per_interval(total_steps, total_hours, minutes=10):
-    """How many steps the paper's machine made in `minutes`, given its total steps and hours."""
+    """How many steps the paper's machine made in `minutes`, given its total steps and
+    hours."""
     return round(total_steps / total_hours * minutes / 60)
 
 
-PAPER_BASE_SAVE_EVERY = steps_per_interval(100_000, 12)         # base: 100k steps in 12 hours
-PAPER_BIG_SAVE_EVERY = steps_per_interval(300_000, 3.5 * 24)    # big: 300k steps in 3.5 days
+# base: 100k steps in 12 hours
+PAPER_BASE_SAVE_EVERY = steps_per_interval(100_000, 12)
+# big: 300k steps in 3.5 days
+PAPER_BIG_SAVE_EVERY = steps_per_interval(300_000, 3.5 * 24)
 
 
 @dataclass(frozen=True)
@@ -60,10 +65,13 @@ class Profile:
     corpus: str
     preset: str
     description: str = ""
-    model: dict = field(default_factory=dict)   # overrides of the model preset, e.g. {"P_drop": 0.3}
+    # overrides of the model preset, e.g. {"P_drop": 0.3}
+    model: dict = field(default_factory=dict)
     vocab_size: int = 37000
-    max_len: int = 256             # training pairs with more BPE tokens on a side are dropped
-    clean_ratio: float = 1.5       # word-count ratio above which a training pair is dropped
+    # training pairs with more BPE tokens on a side are dropped
+    max_len: int = 256
+    # word-count ratio above which a training pair is dropped
+    clean_ratio: float = 1.5
     train_pairs: int | None = None # use only the first n cleaned pairs (tests)
     max_tokens: int = 8192         # padded tokens per micro-batch per device
     tokens_per_step: int = 25000   # padded tokens per optimizer step, over all devices
@@ -82,49 +90,68 @@ class Profile:
 
     def __post_init__(self):
         if self.max_tokens < self.max_len + 1:
-            raise ValueError(f"profile {self.name}: max_tokens={self.max_tokens} cannot hold a sentence of "
-                             f"max_len={self.max_len} tokens plus its end token")
-        for key in ("max_steps", "save_every_steps", "eval_every", "keep_last", "average_last", "tokens_per_step"):
+            raise ValueError(
+                f"profile {self.name}: max_tokens={self.max_tokens} cannot hold a "
+                f"sentence of max_len={self.max_len} tokens plus its end token")
+        for key in ("max_steps", "save_every_steps", "eval_every", "keep_last",
+                    "average_last", "tokens_per_step"):
             if getattr(self, key) < 1:
-                raise ValueError(f"profile {self.name}: {key} must be at least 1, got {getattr(self, key)}")
+                raise ValueError(f"profile {self.name}: {key} must be at least 1, "
+                                 f"got {getattr(self, key)}")
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
 
 
-# The fields that decide the prepared data (vocab.model, data.pt): a run folder keeps them fixed.
+# The fields that decide the prepared data (vocab.model, data.pt): a run folder keeps
+# them fixed.
 DATA_FIELDS = ("corpus", "vocab_size", "max_len", "clean_ratio", "train_pairs")
 
 PROFILES = {p.name: p for p in [
-    Profile("wmt14-base", "wmt14-en-de", "base", "the paper's base model: 100k steps of ~25k+25k tokens",
-            vocab_size=37000, max_tokens=12500, tokens_per_step=25000, warmup_steps=4000, max_steps=100_000,
-            save_every_steps=PAPER_BASE_SAVE_EVERY, keep_last=5, average_last=5, eval_every=2000),
-    Profile("wmt14-big", "wmt14-en-de", "big", "the paper's big model: 300k steps, P_drop 0.3, average of 20",
-            vocab_size=37000, max_tokens=6250, tokens_per_step=25000, warmup_steps=4000, max_steps=300_000,
-            save_every_steps=PAPER_BIG_SAVE_EVERY, keep_last=20, average_last=20, eval_every=5000),
-    Profile("wmt-news-base", "wmt-news", "base", "base model on the 25k WMT news test sets: a GPU pipeline check",
-            vocab_size=16000, max_tokens=12500, tokens_per_step=25000, warmup_steps=400, max_steps=1000,
-            save_every_steps=100, eval_every=250),
-    # A fixed step count, not a time budget, so that a faster machine trains the same model.
-    Profile("multi30k-cpu", "multi30k", "small", "Multi30k En-De: 2600 steps, about an hour on a 2-core CPU",
+    Profile("wmt14-base", "wmt14-en-de", "base",
+            "the paper's base model: 100k steps of ~25k+25k tokens",
+            vocab_size=37000, max_tokens=12500, tokens_per_step=25000,
+            warmup_steps=4000, max_steps=100_000,
+            save_every_steps=PAPER_BASE_SAVE_EVERY, keep_last=5, average_last=5,
+            eval_every=2000),
+    Profile("wmt14-big", "wmt14-en-de", "big",
+            "the paper's big model: 300k steps, P_drop 0.3, average of 20",
+            vocab_size=37000, max_tokens=6250, tokens_per_step=25000,
+            warmup_steps=4000, max_steps=300_000,
+            save_every_steps=PAPER_BIG_SAVE_EVERY, keep_last=20, average_last=20,
+            eval_every=5000),
+    Profile("wmt-news-base", "wmt-news", "base",
+            "base model on the 25k WMT news test sets: a GPU pipeline check",
+            vocab_size=16000, max_tokens=12500, tokens_per_step=25000,
+            warmup_steps=400, max_steps=1000, save_every_steps=100, eval_every=250),
+    # A fixed step count, not a time budget, so that a faster machine trains the same
+    # model.
+    Profile("multi30k-cpu", "multi30k", "small",
+            "Multi30k En-De: 2600 steps, about an hour on a 2-core CPU",
             model=dict(N=4, d_model=128, d_ff=256, h=4, d_k=32, d_v=32, P_drop=0.3),
-            vocab_size=8000, max_len=100, clean_ratio=3.0, max_tokens=4096, tokens_per_step=4096,
-            warmup_steps=400, lr_factor=1.0, max_steps=2600, save_every_steps=50, keep_last=10,
-            average_last=10, eval_every=200, amp=False),
-    Profile("cpu-small", "multi30k", "small", "a few minutes on a CPU: the book's live run",
-            vocab_size=8000, max_len=100, clean_ratio=3.0, max_tokens=3000, tokens_per_step=3000,
-            warmup_steps=150, lr_factor=0.5, max_steps=150, save_every_steps=25, keep_last=3, average_last=3,
-            eval_every=50, amp=False),
+            vocab_size=8000, max_len=100, clean_ratio=3.0, max_tokens=4096,
+            tokens_per_step=4096, warmup_steps=400, lr_factor=1.0, max_steps=2600,
+            save_every_steps=50, keep_last=10, average_last=10, eval_every=200,
+            amp=False),
+    # The book's live run is bounded by time, so that no machine spends more than two
+    # minutes on it.
+    Profile("cpu-small", "multi30k", "small",
+            "two minutes on a CPU: the book's live run",
+            vocab_size=8000, max_len=100, clean_ratio=3.0, max_tokens=3000,
+            tokens_per_step=3000, warmup_steps=60, lr_factor=0.5, max_steps=150,
+            max_minutes=2, save_every_steps=20, keep_last=3, average_last=3,
+            eval_every=20, amp=False),
     Profile("tiny", "multi30k", "tiny", "seconds on a CPU: tests and CI",
-            vocab_size=1000, max_len=40, clean_ratio=3.0, train_pairs=3000, max_tokens=1024,
-            tokens_per_step=2048, warmup_steps=40, max_steps=30, save_every_steps=10, keep_last=3,
-            average_last=3, eval_every=10, amp=False),
+            vocab_size=1000, max_len=40, clean_ratio=3.0, train_pairs=3000,
+            max_tokens=1024, tokens_per_step=2048, warmup_steps=40, max_steps=30,
+            save_every_steps=10, keep_last=3, average_last=3, eval_every=10, amp=False),
 ]}
 
 
 def get_profile(name, **changes):
     if name not in PROFILES:
-        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+        raise ValueError(f"unknown profile {name!r}; "
+                         f"choose one of {', '.join(PROFILES)}")
     return PROFILES[name].replace(**changes)
 
 
@@ -140,36 +167,45 @@ class Runtime:
 
 
 def resolve_device(name, local_rank=0, cuda_available=None):
-    """'cpu', 'cuda' (this process's GPU), 'cuda:3' or None (the local GPU if there is one) -> torch.device."""
-    cuda_available = torch.cuda.is_available() if cuda_available is None else cuda_available
-    device = torch.device(name if name is not None else ("cuda" if cuda_available else "cpu"))
+    """'cpu', 'cuda' (this process's GPU), 'cuda:3' or None (the local GPU if there is
+    one) -> torch.device."""
+    cuda_available = (torch.cuda.is_available() if cuda_available is None
+                      else cuda_available)
+    device = torch.device(name if name is not None
+                          else ("cuda" if cuda_available else "cpu"))
     if device.type == "cuda":
         if not cuda_available:
-            raise ValueError(f"--device {name}: this machine has no CUDA GPU (use --device cpu)")
+            raise ValueError(
+                f"--device {name}: this machine has no CUDA GPU (use --device cpu)")
         if device.index is None:
             device = torch.device("cuda", local_rank)
     return device
 
 
 def runtime_from_env(device=None):
-    """Rank, world size and device of this process, from torchrun's environment (no communication yet)."""
+    """Rank, world size and device of this process, from torchrun's environment (no
+    communication yet)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank, local_rank = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+    rank, local_rank = (int(os.environ.get("RANK", "0")),
+                        int(os.environ.get("LOCAL_RANK", "0")))
     device = resolve_device(device, local_rank)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-        torch.set_float32_matmul_precision("high")   # TF32 matmuls when training in float32 (--no-amp)
+        # TF32 matmuls when training in float32 (--no-amp)
+        torch.set_float32_matmul_precision("high")
     return Runtime(rank, world, device)
 
 
-DIST_TIMEOUT = None    # None: PyTorch's default (NCCL 10 min, gloo 30 min); tests make it short
+# None: PyTorch's default (NCCL 10 min, gloo 30 min); tests make it short
+DIST_TIMEOUT = None
 
 
 def init_distributed(rt):
     """Join the process group (a no-op for one process)."""
     if rt.world > 1 and not dist.is_initialized():
         kwargs = {} if DIST_TIMEOUT is None else {"timeout": DIST_TIMEOUT}
-        dist.init_process_group("nccl" if rt.device.type == "cuda" else "gloo", **kwargs)
+        dist.init_process_group("nccl" if rt.device.type == "cuda" else "gloo",
+                                **kwargs)
 
 
 def barrier(rt):
@@ -182,20 +218,24 @@ def data_manifest(profile):
 
 
 def check_run_data(profile, out_dir):
-    """Refuse a profile whose data fields differ from the ones the run folder's data was made with."""
+    """Refuse a profile whose data fields differ from the ones the run folder's data was
+    made with."""
     path = Path(out_dir) / "data.json"
     if not path.exists():
         return
     made = json.loads(path.read_text())
     wanted = data_manifest(profile)
-    changed = [f"{k}: {made.get(k)!r} -> {wanted[k]!r}" for k in DATA_FIELDS if made.get(k) != wanted[k]]
+    changed = [f"{k}: {made.get(k)!r} -> {wanted[k]!r}"
+               for k in DATA_FIELDS if made.get(k) != wanted[k]]
     if changed:
-        raise ValueError(f"{out_dir} holds data prepared with other settings ({'; '.join(changed)}). "
-                         f"A run keeps its data: train into a new --out folder instead.")
+        raise ValueError(f"{out_dir} holds data prepared with other settings "
+                         f"({'; '.join(changed)}). A run keeps its data: train into a "
+                         f"new --out folder instead.")
 
 
 def prepare_data(profile, out_dir, rt, data_root=None, log=print, poll_seconds=1.0):
-    """Vocab, encoded training data and encoded dev data of a profile, cached in out_dir."""
+    """Vocab, encoded training data and encoded dev data of a profile, cached in
+    out_dir."""
     out_dir = Path(out_dir)
     vocab_path, data_path = out_dir / "vocab.model", out_dir / "data.pt"
     check_run_data(profile, out_dir)
@@ -205,27 +245,33 @@ def prepare_data(profile, out_dir, rt, data_root=None, log=print, poll_seconds=1
         pairs, dropped = clean_pairs(pairs, max_ratio=profile.clean_ratio)
         if profile.train_pairs is not None:
             pairs = pairs[:profile.train_pairs]
-        log(f"{profile.corpus}: {len(pairs)} training pairs after cleaning (dropped {dropped})")
+        log(f"{profile.corpus}: {len(pairs)} training pairs after cleaning "
+            f"(dropped {dropped})")
         vocab = train_bpe(pairs, profile.vocab_size, seed=profile.seed)
         train, too_long = encode_pairs(vocab, pairs, profile.max_len)
         dev, _ = encode_pairs(vocab, load_split(profile.corpus, "dev", data_root))
-        log(f"joint BPE vocabulary of {len(vocab)}; {too_long} pairs longer than {profile.max_len} tokens "
-            f"dropped; {len(train)} training pairs ({time.time() - t0:.0f} s)")
+        log(f"joint BPE vocabulary of {len(vocab)}; {too_long} pairs longer than "
+            f"{profile.max_len} tokens dropped; {len(train)} training pairs "
+            f"({time.time() - t0:.0f} s)")
         out_dir.mkdir(parents=True, exist_ok=True)
         vocab.save(vocab_path)
         with atomic_file(out_dir / "data.json") as tmp:
             tmp.write_text(json.dumps(data_manifest(profile), indent=1))
-        atomic_save({"train": (train.src.state(), train.tgt.state()), "dev": (dev.src.state(), dev.tgt.state())},
-                    data_path)     # written last: its existence says "all of it is ready"
+        # written last: its existence says "all of it is ready"
+        atomic_save({"train": (train.src.state(), train.tgt.state()),
+                     "dev": (dev.src.state(), dev.tgt.state())},
+                    data_path)
     waited = 0.0
-    while not data_path.exists():      # the other processes: no collective, so no timeout to hit
+    # the other processes: no collective, so no timeout to hit
+    while not data_path.exists():
         time.sleep(poll_seconds)
         waited += poll_seconds
         if waited % 60 < poll_seconds:
-            log(f"rank {rt.rank}: waiting for the first process to prepare {data_path} ({waited / 60:.0f} min)")
+            log(f"rank {rt.rank}: waiting for the first process to prepare {data_path} "
+                f"({waited / 60:.0f} min)")
     saved = torch.load(data_path, weights_only=True)
-    train, dev = (ParallelData(TokenArray.from_state(s), TokenArray.from_state(t)) for s, t in
-                  (saved["train"], saved["dev"]))
+    train, dev = (ParallelData(TokenArray.from_state(s), TokenArray.from_state(t))
+                  for s, t in (saved["train"], saved["dev"]))
     return Vocab.load(vocab_path), train, dev
 
 
@@ -240,17 +286,20 @@ def autocast(device, amp=True):
     return contextlib.nullcontext()
 
 
-def train_step(net, optimizer, scheduler, batches, n_tgt, eps_ls, pad_id, rt, amp=True, seeds=None,
-               loss_fn=label_smoothed_nll):
-    """One optimizer step over this process's micro-batches [(src, tgt_in, tgt_out), ...] on rt.device.
+def train_step(net, optimizer, scheduler, batches, n_tgt, eps_ls, pad_id, rt, amp=True,
+               seeds=None, loss_fn=label_smoothed_nll):
+    """One optimizer step over this process's micro-batches
+    [(src, tgt_in, tgt_out), ...] on rt.device.
 
-    n_tgt: target tokens of the whole step, on all devices. Returns the summed (loss, NLL) of this
-    process's micro-batches as a tensor on the device, not yet read by the host.
+    n_tgt: target tokens of the whole step, on all devices. Returns the summed
+    (loss, NLL) of this process's micro-batches as a tensor on the device, not yet read
+    by the host.
     """
     sums = torch.zeros(2, device=rt.device)
     for m, (src, tgt_in, tgt_out) in enumerate(batches):
         if seeds is not None:
-            torch.manual_seed(seeds[m])           # dropout masks follow the micro-batch, not the device
+            # dropout masks follow the micro-batch, not the device
+            torch.manual_seed(seeds[m])
         exchange = rt.world == 1 or m == len(batches) - 1
         with contextlib.nullcontext() if exchange else net.no_sync():
             with autocast(rt.device, amp):
@@ -265,9 +314,11 @@ def train_step(net, optimizer, scheduler, batches, n_tgt, eps_ls, pad_id, rt, am
 
 
 class HostSyncCounter(TorchDispatchMode):
-    """Counts the operators that make the host wait for the device (on a GPU): use as a context manager."""
-    SYNC_OPS = {"aten._local_scalar_dense.default", "aten.nonzero.default", "aten.masked_select.default",
-                "aten.is_nonzero.default", "aten.equal.default", "aten.unique_consecutive.default",
+    """Counts the operators that make the host wait for the device (on a GPU): use as a
+    context manager."""
+    SYNC_OPS = {"aten._local_scalar_dense.default", "aten.nonzero.default",
+                "aten.masked_select.default", "aten.is_nonzero.default",
+                "aten.equal.default", "aten.unique_consecutive.default",
                 "aten._unique2.default", "aten.repeat_interleave.Tensor"}
 
     def __init__(self):
@@ -276,7 +327,8 @@ class HostSyncCounter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = str(func)
-        indexed_by_mask = name in ("aten.index.Tensor", "aten.index_put.default", "aten.index_put_.default") and \
+        indexed_by_mask = name in ("aten.index.Tensor", "aten.index_put.default",
+                                   "aten.index_put_.default") and \
             any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1])
         if name in self.SYNC_OPS or indexed_by_mask:
             self.syncs.append(name)
@@ -293,7 +345,8 @@ class StepData:
 
 
 class StepFeeder:
-    """This process's micro-batches of each step, built on the host (one step ahead, pinned, on CUDA)."""
+    """This process's micro-batches of each step, built on the host (one step ahead,
+    pinned, on CUDA)."""
 
     def __init__(self, data, stream, max_tokens, rt, vocab_size, seed, prefetch=None):
         self.data, self.stream, self.max_tokens, self.rt = data, stream, max_tokens, rt
@@ -301,7 +354,8 @@ class StepFeeder:
         self.sizes = np.maximum(stream.src_len, stream.tgt_len)
         self.pin = rt.device.type == "cuda"
         prefetch = self.pin if prefetch is None else prefetch
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="batches") if prefetch else None
+        self.pool = (ThreadPoolExecutor(1, thread_name_prefix="batches") if prefetch
+                     else None)
         self.ahead = None
 
     def build(self, step):
@@ -311,10 +365,11 @@ class StepFeeder:
         batches = []
         for i in mine:
             tensors = collate(self.data, parts[i], vocab_size=self.vocab_size)
-            batches.append(tuple(t.pin_memory() for t in tensors) if self.pin else tensors)
+            batches.append(tuple(t.pin_memory() for t in tensors) if self.pin
+                           else tensors)
         return StepData(self.stream.state_dict(), int(self.stream.src_len[batch].sum()),
-                        int(self.stream.tgt_len[batch].sum()), [batch_seed(self.seed, step, i) for i in mine],
-                        batches)
+                        int(self.stream.tgt_len[batch].sum()),
+                        [batch_seed(self.seed, step, i) for i in mine], batches)
 
     def get(self, step):
         """The data of `step` (counted from 0), on the device."""
@@ -323,7 +378,8 @@ class StepFeeder:
         else:
             item = (self.ahead or self.pool.submit(self.build, step)).result()
             self.ahead = self.pool.submit(self.build, step + 1)
-        item.batches = [tuple(t.to(self.rt.device, non_blocking=True) for t in b) for b in item.batches]
+        item.batches = [tuple(t.to(self.rt.device, non_blocking=True) for t in b)
+                        for b in item.batches]
         return item
 
     def close(self):
@@ -331,18 +387,21 @@ class StepFeeder:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-LOG_FIELDS = ["step", "epoch", "loss", "nll", "ppl", "lr", "src_tokens", "tgt_tokens", "tokens_per_s", "elapsed_s"]
+LOG_FIELDS = ["step", "epoch", "loss", "nll", "ppl", "lr", "src_tokens", "tgt_tokens",
+              "tokens_per_s", "elapsed_s"]
 DEV_FIELDS = ["step", "elapsed_s", "dev_loss", "dev_nll", "dev_ppl"]
 BUDGET_CHECK_EVERY = 20
 
 
 def train(profile, out_dir, data_root=None, progress=True, device=None, log=None):
-    """Train (or resume) the run of `profile` in out_dir. Returns a summary dict (main process)."""
+    """Train (or resume) the run of `profile` in out_dir. Returns a summary dict (main
+    process)."""
     profile = get_profile(profile) if isinstance(profile, str) else profile
     rt = runtime_from_env(device)
     out_dir = Path(out_dir)
     log = log or (lambda msg: tqdm.write(msg) if rt.main else None)
-    vocab, data, dev = prepare_data(profile, out_dir, rt, data_root, log)   # refuses other data settings first
+    # refuses other data settings first
+    vocab, data, dev = prepare_data(profile, out_dir, rt, data_root, log)
     if rt.main:
         (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
         (out_dir / "profile.json").write_text(json.dumps(asdict(profile), indent=1))
@@ -353,7 +412,8 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
     cfg = TransformerConfig.preset(profile.preset, **profile.model)
     model = Transformer(cfg, len(vocab)).to(rt.device)
     model.validate_ids = False          # ids are checked on the host, in collate
-    optimizer, scheduler = build_optimizer(model, cfg.d_model, profile.warmup_steps, profile.lr_factor)
+    optimizer, scheduler = build_optimizer(model, cfg.d_model, profile.warmup_steps,
+                                           profile.lr_factor)
     stream = BatchStream(data, profile.tokens_per_step, seed=profile.seed)
 
     step, elapsed = 0, 0.0
@@ -366,7 +426,8 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
         stream.load_state_dict(ckpt["stream"])
         step, elapsed = ckpt["step"], ckpt["elapsed_s"]
         restore_rng(ckpt["rng"])
-        log(f"resumed from {ckpt_path} (step {step}, {elapsed / 60:.1f} min of training so far)")
+        log(f"resumed from {ckpt_path} (step {step}, "
+            f"{elapsed / 60:.1f} min of training so far)")
     if rt.main:
         truncate_log(out_dir / "train_log.csv", LOG_FIELDS, step)
         truncate_log(out_dir / "dev_log.csv", DEV_FIELDS, step)
@@ -377,28 +438,36 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
             model, device_ids=[rt.device.index] if rt.device.type == "cuda" else None)
     loss_fn = label_smoothed_nll
     if profile.compile:
-        net, loss_fn = torch.compile(net, dynamic=True), torch.compile(label_smoothed_nll, dynamic=True)
+        net, loss_fn = (torch.compile(net, dynamic=True),
+                        torch.compile(label_smoothed_nll, dynamic=True))
     feeder = StepFeeder(data, stream, profile.max_tokens, rt, len(vocab), profile.seed)
     writer = tensorboard_writer(out_dir) if rt.main else None
     budget = profile.max_minutes * 60 if profile.max_minutes else float("inf")
-    # with a time budget the step count at the end is unknown: the bar counts steps and shows minutes
-    bar = tqdm(total=None if profile.max_minutes else profile.max_steps, initial=step, unit="step",
-               desc=profile.name, dynamic_ncols=True, disable=not (progress and rt.main))
+    # with a time budget the step count at the end is unknown: the bar counts steps and
+    # shows minutes
+    bar = tqdm(total=None if profile.max_minutes else profile.max_steps, initial=step,
+               unit="step", desc=profile.name, dynamic_ncols=True,
+               disable=not (progress and rt.main))
     if rt.main:
-        log(f"{profile.name}: {model.num_parameters():,} parameters on {rt.world} × {rt.device.type}; steps of "
-            f"≤{profile.tokens_per_step} tokens in micro-batches of ≤{profile.max_tokens} (about "
-            f"{accumulation_steps(profile.tokens_per_step, profile.max_tokens, rt.world)} per device)")
+        per_device = accumulation_steps(profile.tokens_per_step, profile.max_tokens,
+                                        rt.world)
+        log(f"{profile.name}: {model.num_parameters():,} parameters on {rt.world} × "
+            f"{rt.device.type}; steps of ≤{profile.tokens_per_step} tokens in "
+            f"micro-batches of ≤{profile.max_tokens} (about {per_device} per device)")
 
     def write_row(row, sums):
-        """Log a finished step; reading `sums` here waits only for that step, not for the one queued after it."""
+        """Log a finished step; reading `sums` here waits only for that step, not for
+        the one queued after it."""
         loss_tok, nll_tok = (sums / row["tgt_tokens"]).tolist()
         row.update(loss=loss_tok, nll=nll_tok, ppl=float(np.exp(nll_tok)))
         append_log(out_dir / "train_log.csv", LOG_FIELDS, row)
         if writer:
             for key in ("loss", "ppl", "lr", "tokens_per_s"):
                 writer.add_scalar(f"train/{key}", row[key], row["step"])
-        bar.set_postfix(loss=f"{loss_tok:.3f}", lr=f"{row['lr']:.2e}", tok_s=f"{row['tokens_per_s']:.0f}",
-                        min=f"{row['elapsed_s'] / 60:.1f}" + (f"/{profile.max_minutes:g}" if profile.max_minutes else ""))
+        bar.set_postfix(loss=f"{loss_tok:.3f}", lr=f"{row['lr']:.2e}",
+                        tok_s=f"{row['tokens_per_s']:.0f}",
+                        min=f"{row['elapsed_s'] / 60:.1f}"
+                        + (f"/{profile.max_minutes:g}" if profile.max_minutes else ""))
 
     start, last_save, last_time = time.time() - elapsed, time.time(), time.time()
     pending, stop, last_state = None, False, stream.state_dict()
@@ -408,35 +477,40 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
             item = feeder.get(step)
             last_state = item.stream_state
             lr = optimizer.param_groups[0]["lr"]
-            sums = train_step(net, optimizer, scheduler, item.batches, item.n_tgt, cfg.eps_ls, PAD, rt,
-                              profile.amp, item.seeds, loss_fn)
+            sums = train_step(net, optimizer, scheduler, item.batches, item.n_tgt,
+                              cfg.eps_ls, PAD, rt, profile.amp, item.seeds, loss_fn)
             if rt.world > 1:
                 dist.all_reduce(sums)        # queued on the device like the step itself
             step += 1
             now = time.time()
-            row = dict(step=step, epoch=item.stream_state["epoch"], lr=lr, src_tokens=item.n_src,
-                       tgt_tokens=item.n_tgt, tokens_per_s=(item.n_src + item.n_tgt) / (now - last_time),
+            row = dict(step=step, epoch=item.stream_state["epoch"], lr=lr,
+                       src_tokens=item.n_src, tgt_tokens=item.n_tgt,
+                       tokens_per_s=(item.n_src + item.n_tgt) / (now - last_time),
                        elapsed_s=now - start)
             last_time = now
-            due_minutes = profile.save_every_minutes and time.time() - last_save >= 60 * profile.save_every_minutes
+            due_minutes = (profile.save_every_minutes and
+                           time.time() - last_save >= 60 * profile.save_every_minutes)
             save_now = step % profile.save_every_steps == 0 or due_minutes
             if rt.main:
                 if pending:
                     write_row(*pending)
                 pending = (row, sums)
-                if save_now:     # the log must hold this step before a checkpoint says it is done
+                # the log must hold this step before a checkpoint says it is done
+                if save_now:
                     write_row(*pending)
                     pending = None
                 bar.update(1)
             if rt.main and step % profile.eval_every == 0:
-                scores = dev_loss(model, dev, profile.max_tokens, cfg.eps_ls, rt, profile.amp)
-                append_log(out_dir / "dev_log.csv", DEV_FIELDS, dict(step=step, elapsed_s=now - start, **scores))
+                scores = dev_loss(model, dev, profile.max_tokens, cfg.eps_ls, rt,
+                                  profile.amp)
+                append_log(out_dir / "dev_log.csv", DEV_FIELDS,
+                           dict(step=step, elapsed_s=now - start, **scores))
                 if writer:
                     writer.add_scalar("dev/ppl", scores["dev_ppl"], step)
                 log(f"step {step}: dev perplexity {scores['dev_ppl']:.2f}")
             if rt.main and save_now:
-                save_state(out_dir, step, model, optimizer, scheduler, item.stream_state, time.time() - start,
-                           profile, cfg, vocab)
+                save_state(out_dir, step, model, optimizer, scheduler,
+                           item.stream_state, time.time() - start, profile, cfg, vocab)
                 last_save = time.time()
             if rt.world == 1 or step % BUDGET_CHECK_EVERY == 0:
                 stop = stop_now(rt, time.time() - start >= budget)
@@ -449,8 +523,8 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
     if rt.main:
         paths = checkpoint_paths(out_dir)
         if not paths or paths[-1] != checkpoint_file(out_dir, step):
-            save_state(out_dir, step, model, optimizer, scheduler, last_state, time.time() - start,
-                       profile, cfg, vocab)
+            save_state(out_dir, step, model, optimizer, scheduler, last_state,
+                       time.time() - start, profile, cfg, vocab)
         if writer:
             writer.close()
         epoch, position = last_state["epoch"], last_state["position"]
@@ -463,7 +537,8 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
 
 
 def stop_now(rt, local_decision):
-    """The main process's time-budget decision, shared so that all processes stop after the same step."""
+    """The main process's time-budget decision, shared so that all processes stop after
+    the same step."""
     if rt.world == 1:
         return local_decision
     flag = torch.tensor([float(local_decision)], device=rt.device)
@@ -473,7 +548,8 @@ def stop_now(rt, local_decision):
 
 @torch.no_grad()
 def dev_loss(model, data, max_tokens, eps_ls, rt, amp=True):
-    """Label-smoothed loss and NLL per target token, and perplexity, on held-out data (no dropout)."""
+    """Label-smoothed loss and NLL per target token, and perplexity, on held-out data
+    (no dropout)."""
     was_training = model.training
     model.eval()
     totals = torch.zeros(3, dtype=torch.float64, device=rt.device)
@@ -487,22 +563,28 @@ def dev_loss(model, data, max_tokens, eps_ls, rt, amp=True):
     return {"dev_loss": loss / n, "dev_nll": nll / n, "dev_ppl": float(np.exp(nll / n))}
 
 
-def save_state(out_dir, step, model, optimizer, scheduler, stream_state, elapsed, profile, cfg, vocab):
+def save_state(out_dir, step, model, optimizer, scheduler, stream_state, elapsed,
+               profile, cfg, vocab):
     state = {
         "format": 2, "step": step, "elapsed_s": elapsed,
-        "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+        "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
         "stream": stream_state, "rng": capture_rng(),
         "profile": asdict(profile), "model_config": asdict(cfg), "vocab": vocab.proto,
     }
-    save_checkpoint(out_dir, step, state, keep=max(profile.keep_last, profile.average_last))
+    save_checkpoint(out_dir, step, state,
+                    keep=max(profile.keep_last, profile.average_last))
 
 
 def check_same_model(ckpt, cfg, path):
-    """A resumed run must build the model its checkpoint holds: say which settings differ."""
+    """A resumed run must build the model its checkpoint holds: say which settings
+    differ."""
     saved, wanted = ckpt["model_config"], asdict(cfg)
-    changed = [f"{k}: {saved.get(k)!r} -> {wanted[k]!r}" for k in wanted if saved.get(k) != wanted[k]]
+    changed = [f"{k}: {saved.get(k)!r} -> {wanted[k]!r}"
+               for k in wanted if saved.get(k) != wanted[k]]
     if changed:
-        raise ValueError(f"{path} holds a model with other settings ({'; '.join(changed)}); "
+        raise ValueError(f"{path} holds a model with other settings "
+                         f"({'; '.join(changed)}); "
                          f"train into a new --out folder instead")
 
 
@@ -514,11 +596,13 @@ def command_line():
 
 
 def git_commit():
-    """The commit of the code this package was imported from, or None outside a git checkout."""
+    """The commit of the code this package was imported from, or None outside a git
+    checkout."""
     import subprocess
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, timeout=10).stdout.strip() or None
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                              text=True, cwd=Path(__file__).parent,
+                              timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -535,9 +619,11 @@ def cpu_name():
 
 
 def hardware():
-    """The machine, for a results record: CPU, cores, torch threads and version, and the GPU if one is used."""
-    return {"cpu": cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__, "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
+    """The machine, for a results record: CPU, cores, torch threads and version, and the
+    GPU if one is used."""
+    return {"cpu": cpu_name(), "cores": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 
 
 def record_run_info(out_dir, rt):
@@ -545,10 +631,12 @@ def record_run_info(out_dir, rt):
     commit = git_commit()
     info_path = Path(out_dir) / "run_info.json"
     runs = json.loads(info_path.read_text()) if info_path.exists() else []
-    runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit, "host": platform.node(),
-                 "cpu": cpu_name(), "cpu_count": os.cpu_count(),
-                 "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "device": str(rt.device),
-                 "gpu": torch.cuda.get_device_name(rt.device) if rt.device.type == "cuda" else None,
+    runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit,
+                 "host": platform.node(), "cpu": cpu_name(),
+                 "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                 "torch": torch.__version__, "device": str(rt.device),
+                 "gpu": (torch.cuda.get_device_name(rt.device)
+                         if rt.device.type == "cuda" else None),
                  "world_size": rt.world, "command": command_line()})
     info_path.write_text(json.dumps(runs, indent=1))
 
@@ -559,11 +647,13 @@ def append_log(path, fields, row):
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         if new:
             w.writeheader()
-        w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+        w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
+                    for k, v in row.items()})
 
 
 def truncate_log(path, fields, step):
-    """Keep only rows up to `step`: the steps after the checkpoint will be run (and logged) again."""
+    """Keep only rows up to `step`: the steps after the checkpoint will be run (and
+    logged) again."""
     if not path.exists():
         return
     with open(path, newline="") as f:
@@ -597,7 +687,8 @@ def _literal(text):
 
 
 def _accepts(hint, value):
-    """Does `value` fit the type annotation `hint` (int, float, bool, str, dict, X | None)?"""
+    """Does `value` fit the type annotation `hint` (int, float, bool, str, dict,
+    X | None)?"""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         return any(_accepts(h, value) for h in typing.get_args(hint))
     if hint is type(None):
@@ -610,7 +701,8 @@ def _accepts(hint, value):
 
 
 def parse_overrides(items, profile):
-    """['max_steps=50', 'model.P_drop=0.2'] -> changes for Profile.replace, checked against the field types."""
+    """['max_steps=50', 'model.P_drop=0.2'] -> changes for Profile.replace, checked
+    against the field types."""
     profile_types = typing.get_type_hints(Profile)
     model_types = typing.get_type_hints(TransformerConfig)
     changes, model = {}, dict(profile.model)
@@ -627,10 +719,13 @@ def parse_overrides(items, profile):
             name, types_ = key, {}
         if name not in types_:
             known = ", ".join(sorted(types_)) if types_ is model_types else \
-                ", ".join(k for k in profile_types if k not in ("name", "model")) + ", model.FIELD"
-            raise ValueError(f"--set {key}: unknown field {name!r}; choose from {known}")
+                ", ".join(k for k in profile_types
+                          if k not in ("name", "model")) + ", model.FIELD"
+            raise ValueError(
+                f"--set {key}: unknown field {name!r}; choose from {known}")
         if not _accepts(types_[name], value):
-            raise ValueError(f"--set {item}: {key} must be of type {types_[name]}, got {value!r}")
+            raise ValueError(f"--set {item}: {key} must be of type {types_[name]}, "
+                             f"got {value!r}")
         if types_ is model_types:
             model[name] = value
         else:
@@ -645,25 +740,35 @@ def parse_overrides(items, profile):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__)
-    parser.add_argument("--profile", required=True, choices=sorted(PROFILES), help="the setup to run, by name")
-    parser.add_argument("--out", help="run folder (checkpoints, logs); default runs/PROFILE")
-    parser.add_argument("--data-dir", help="corpus cache directory (default $TRANSFORMER_DATA)")
+    parser = argparse.ArgumentParser(prog="python -m transformer.train",
+                                     description=__doc__)
+    parser.add_argument("--profile", required=True, choices=sorted(PROFILES),
+                        help="the setup to run, by name")
+    parser.add_argument("--out",
+                        help="run folder (checkpoints, logs); default runs/PROFILE")
+    parser.add_argument("--data-dir",
+                        help="corpus cache directory (default $TRANSFORMER_DATA)")
     parser.add_argument("--max-steps", type=int)
     parser.add_argument("--max-minutes", type=float)
-    parser.add_argument("--compile", action="store_true", help="torch.compile the model and the loss")
-    parser.add_argument("--no-amp", action="store_true", help="train in float32 even on a bf16 GPU")
-    parser.add_argument("--device", help="cpu, cuda (this process's GPU) or cuda:N (default: the local GPU if any)")
-    parser.add_argument("--prepare-only", action="store_true", help="prepare the data (vocabulary, encoding), then stop")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the model and the loss")
+    parser.add_argument("--no-amp", action="store_true",
+                        help="train in float32 even on a bf16 GPU")
+    parser.add_argument("--device", help="cpu, cuda (this process's GPU) or cuda:N "
+                                         "(default: the local GPU if any)")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="prepare the data (vocabulary, encoding), then stop")
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="override profile fields")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="override profile fields")
     args = parser.parse_args(argv)
     profile = get_profile(args.profile)
     try:
         changes = parse_overrides(args.set, profile)
     except ValueError as err:
         parser.error(str(err))
-    for key, value in (("max_steps", args.max_steps), ("max_minutes", args.max_minutes)):
+    for key, value in (("max_steps", args.max_steps),
+                       ("max_minutes", args.max_minutes)):
         if value is not None:
             changes[key] = value
     if args.compile:
