@@ -26,6 +26,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from transformer.train import cpu_name
+
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 META = "transformer_book"
@@ -45,16 +47,6 @@ def code_hash(nb):
 def is_stale(path):
     nb = nbformat.read(path, as_version=4)
     return nb.metadata.get(META, {}).get("code_sha256") != code_hash(nb)
-
-
-def cpu_name():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def execute(path, timeout):
