@@ -23,6 +23,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from transformer.checkpoint import checkpoint_paths  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
 from transformer.data import BOS, EOS  # noqa: E402
 from transformer.decode import length_penalty, simple_beam_search  # noqa: E402
@@ -105,6 +106,8 @@ def main():
     run, out = Path(args.run), Path(args.results)
     profile = get_profile(args.profile)
 
+    checkpoints = checkpoint_paths(run)
+    done_before = bool(checkpoints) and int(checkpoints[-1].stem.split("_")[1]) >= profile.max_steps
     summary = train(profile, run, args.data_dir)          # resumes, or returns at once if already done
     started = time.time()
     grid = dev_grid(run, profile.corpus, [k for k in AVERAGES if k <= profile.keep_last], ALPHAS,
@@ -128,6 +131,8 @@ def main():
         shutil.copy(run / name, out / name)
     (out / "translations.de").write_text("\n".join(test["hypotheses"]) + "\n", encoding="utf-8")
     run_info = json.loads((run / "run_info.json").read_text())
+    if done_before:     # this call trained nothing: its run_info entry names no training commit
+        run_info = run_info[:-1]
     command = "python scripts/multi30k_cpu.py" + "".join(f" {a}" for a in sys.argv[1:])
     results = {
         "task": f"{profile.corpus} English->German, test_2016_flickr",

@@ -8,6 +8,7 @@ import torch
 
 import transformer.corpora
 import transformer.evaluate
+import transformer.train
 from transformer.decode import length_penalty
 from tests.conftest import need_corpus
 
@@ -52,6 +53,15 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
     assert res["training"]["steps"] == 30 and res["command"].endswith("--max-sentences 6")
     for name in ("train_log.csv", "dev_log.csv", "profile.json", "run_info.json"):
         assert (out / name).is_file()
+
+    # run again at another commit: training is done, so that commit only evaluated
+    monkeypatch.setattr(transformer.train, "git_commit", lambda: "f" * 40)
+    runpy.run_path(str(SCRIPT), run_name="__main__")
+    again = json.loads((out / "results.json").read_text())
+    info = json.loads((out / "run_info.json").read_text())
+    assert [r["commit"] for r in info][1:] == ["f" * 40]
+    assert again["commit_training"] == sorted({info[0]["commit"]} - {None})
+    assert again["commit_evaluation"] == "f" * 40
 
     # the worked example: its winner is the best finished hypothesis under its alpha, and not under
     # alpha 0 exactly when the record says the length penalty changed the winner
