@@ -41,7 +41,8 @@ def both_bleu(hyps, refs):
 
 
 def dev_grid(run, corpus, averages, alphas, data_root, max_sentences=None):
-    """Dev BLEU for every (checkpoints averaged, alpha) pair; the test set is never read here."""
+    """Dev BLEU for every (checkpoints averaged, alpha) pair, and how many dev sentences were
+    translated; the test set is never read here."""
     pairs = load_split(corpus, "dev", data_root)[:max_sentences]
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     grid = []
@@ -53,13 +54,12 @@ def dev_grid(run, corpus, averages, alphas, data_root, max_sentences=None):
             grid.append(row)
             print(f"dev  average {row['average_last']:>2}  alpha {alpha:.1f}  BLEU {row['sacrebleu']:.2f}  "
                   f"lowercased {row['sacrebleu_lowercase']:.2f}", flush=True)
-    return grid
+    return grid, len(sources)
 
 
-def worked_example(run, corpus, k, alpha, data_root, candidates=300, max_words=12):
+def worked_example(model, vocab, corpus, alpha, data_root, candidates=300, max_words=12):
     """A short dev sentence whose best translation changes with the length penalty: its beam search
     step by step, its finished hypotheses, and every head's attention weights over the winner."""
-    model, vocab, _ = load_model(run, k)
     contrast = alpha if alpha > 0 else 0.6          # the length penalty set against none at all
     pieces = lambda ids: [vocab.sp.id_to_piece(i) for i in ids]
     first = None
@@ -110,7 +110,7 @@ def main():
     done_before = bool(checkpoints) and int(checkpoints[-1].stem.split("_")[1]) >= profile.max_steps
     summary = train(profile, run, args.data_dir)          # resumes, or returns at once if already done
     started = time.time()
-    grid = dev_grid(run, profile.corpus, [k for k in AVERAGES if k <= profile.keep_last], ALPHAS,
+    grid, dev_sentences = dev_grid(run, profile.corpus, [k for k in AVERAGES if k <= profile.keep_last], ALPHAS,
                     args.data_dir, args.max_sentences)
     # the highest lowercased dev BLEU; on a tie, the earlier row (fewer checkpoints, smaller alpha)
     chosen = max(grid, key=lambda row: (row["sacrebleu_lowercase"], -grid.index(row)))
@@ -121,9 +121,9 @@ def main():
     model, vocab, _ = load_model(run, k)
     greedy = both_bleu(translate(model, vocab, test["sources"], 1), refs)
     paper_decoding = both_bleu(translate(model, vocab, test["sources"], 4, 0.6), refs)
-    single, vocab, _ = load_model(run, 1)
+    single, _, _ = load_model(run, 1)
     last_only = both_bleu(translate(single, vocab, test["sources"], BEAM, alpha), refs)
-    example = worked_example(run, profile.corpus, k, alpha, args.data_dir)
+    example = worked_example(model, vocab, profile.corpus, alpha, args.data_dir)
     eval_minutes = (time.time() - started) / 60
 
     out.mkdir(parents=True, exist_ok=True)
@@ -146,8 +146,7 @@ def main():
         "profile": profile.name,
         "training": summary,
         "evaluation_minutes": round(eval_minutes, 1),
-        "dev_grid": {"beam_size": BEAM, "sentences": len(load_split(profile.corpus, "dev", args.data_dir)
-                                                         [:args.max_sentences]), "rows": grid},
+        "dev_grid": {"beam_size": BEAM, "sentences": dev_sentences, "rows": grid},
         "chosen_on_dev": {"average_last": k, "alpha": alpha, "beam_size": BEAM},
         "test": {key: v for key, v in test.items() if key not in ("sources", "references", "hypotheses")},
         "test_greedy": greedy,

@@ -55,7 +55,6 @@ def test_outputs_are_stored_from_one_run_of_the_current_code(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_every_uncompared_cell_says_why(path):
     nb = nbformat.read(path, as_version=4)
-    compared = 0
     for i, cell in enumerate(code_cells(nb)):
         ignored = "nbval-ignore-output" in tags(cell) or "NBVAL_IGNORE_OUTPUT" in cell.source
         reason = cell.get("metadata", {}).get("output_varies")
