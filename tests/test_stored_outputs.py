@@ -5,6 +5,7 @@ order (execution counts 1..n), when it stores an error, or when its code changed
 made (the hash that tools/execute_book.py stores no longer matches). Cells whose output nbval does not
 compare must say why. The last test shows that nbval, as `make test` runs it, notices a changed number.
 """
+import configparser
 import importlib.util
 import json
 import os
@@ -75,6 +76,44 @@ def test_make_test_compares_outputs_and_most_cells_are_compared():
                 with_output += 1
                 ignored += "nbval-ignore-output" in tags(cell)
     assert ignored < with_output / 2, f"only {with_output - ignored} of {with_output} cells with output are compared"
+
+
+# an absolute path of two or more parts, such as /home/me/data: it names the machine that made the output
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/-])/(?:[\w.-]+/)+[\w.-]*")
+
+
+def sanitized(text):
+    """The text as nbval compares it: with the sanitize file's substitutions applied."""
+    parser = configparser.RawConfigParser()
+    parser.read(SANITIZE)
+    for section in parser.sections():
+        text = re.sub(parser[section]["regex"], parser[section]["replace"], text)
+    return text
+
+
+def output_texts(cell):
+    for out in cell.outputs:
+        if out.output_type == "stream":
+            yield out.text
+        for kind, value in out.get("data", {}).items():
+            if kind.startswith("text/"):
+                yield value if isinstance(value, str) else "".join(value)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_stored_outputs_name_no_path_of_the_machine_that_made_them(path):
+    """A path such as the data directory differs on the machine that runs the tests, so a stored one
+    fails nbval there (it did, in CI) and tells a reader nothing."""
+    for i, cell in enumerate(code_cells(nbformat.read(path, as_version=4))):
+        for text in output_texts(cell):
+            found = ABSOLUTE_PATH.findall(sanitized(text))
+            assert not found, f"{path.name}, code cell {i}: stored output names {found}"
+
+
+def test_the_path_check_sees_paths_and_the_sanitize_file_covers_the_data_directory():
+    assert ABSOLUTE_PATH.findall("wrote /home/me/run/speed.json") == ["/home/me/run/speed.json"]
+    assert not ABSOLUTE_PATH.findall("1.5 s/step, 3/4 of tokens/s, <b>x</b>, https://a.org/b/c")
+    assert not ABSOLUTE_PATH.findall(sanitized("data directory: /check/work/shared/data\n"))
 
 
 def _nbval(notebook, cwd):
