@@ -82,12 +82,19 @@ def test_make_test_compares_outputs_and_most_cells_are_compared():
 ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/-])/(?:[\w.-]+/)+[\w.-]*")
 
 
-def sanitized(text):
-    """The text as nbval compares it: with the sanitize file's substitutions applied."""
+def _substitutions():
     parser = configparser.RawConfigParser()
     parser.read(SANITIZE)
-    for section in parser.sections():
-        text = re.sub(parser[section]["regex"], parser[section]["replace"], text)
+    return [(re.compile(parser[s]["regex"]), parser[s]["replace"]) for s in parser.sections()]
+
+
+SUBSTITUTIONS = _substitutions()
+
+
+def sanitized(text):
+    """The text as nbval compares it: with the sanitize file's substitutions applied."""
+    for pattern, replacement in SUBSTITUTIONS:
+        text = pattern.sub(replacement, text)
     return text
 
 
