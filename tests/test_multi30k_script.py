@@ -34,7 +34,7 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
     res = json.loads((out / "results.json").read_text())
     grid = res["dev_grid"]["rows"]
     # tiny keeps 3 checkpoints, so only "average 1" of (1, 5, 10) is possible; every alpha is tried
-    assert [(r["average_last"], r["alpha"]) for r in grid] == [(1, 0.0), (1, 0.6), (1, 1.0), (1, 1.5), (1, 2.0)]
+    assert [(r["average_last"], r["alpha"]) for r in grid] == [(1, 0.0), (1, 0.6), (1, 1.0), (1, 1.5), (1, 2.0), (1, 2.5)]
     best = max(r["sacrebleu_lowercase"] for r in grid)
     first_best = next(r for r in grid if r["sacrebleu_lowercase"] == best)
     assert res["chosen_on_dev"] == {"average_last": first_best["average_last"], "alpha": first_best["alpha"],
