@@ -137,12 +137,31 @@ def built_book(tmp_path_factory) -> Path:
     (root / "book").mkdir()
     shutil.copy(REPO / f"{CHAPTER}.ipynb", root / "book")
 
+    build_book(root)
+    return root / "_build" / "html"
+
+
+def build_book(root, *options):
+    """`jupyter-book build` as `make book` runs it (warnings are errors); returns its log."""
     jb = Path(sys.executable).with_name("jupyter-book")
-    command = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "-n", "--keep-going", str(root)]
+    command = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "-n", "--keep-going",
+               *options, str(root)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, f"book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    return root / "_build" / "html"
+    return result.stdout + result.stderr
+
+
+def test_the_whole_book_builds_from_its_stored_outputs_without_warnings(tmp_path):
+    """What `make book` does on a reader's machine: every page rendered from the outputs stored in the
+    notebooks, nothing executed, and no warning (-W makes one fail the build)."""
+    if importlib.util.find_spec("jupyter_book") is None:
+        pytest.skip("building the book needs the book extra: pip install -e '.[book]'")
+    log = build_book(REPO, "--path-output", str(tmp_path))
+    assert "Executing" not in log, "the build executed a notebook: it must render the stored outputs"
+    pages = {p.stem for p in (tmp_path / "_build" / "html" / "book").glob("*.html")}
+    chapters = {p.stem for p in (REPO / "book").glob("*.ipynb")} | {"index"}
+    assert pages == chapters, f"pages missing or extra: {pages ^ chapters}"
 
 
 @pytest.fixture(scope="module")

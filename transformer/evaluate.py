@@ -144,12 +144,13 @@ def sacre_bleu(hyps, refs, lowercase=False):
 
 
 def split_compounds(text):
-    """'Test-Fall' -> 'Test ##AT##-##AT## Fall', as in the paper's evaluation script."""
+    """'Test-Fall' -> 'Test ##AT##-##AT## Fall', as tensor2tensor's get_ende_bleu.sh
+    does."""
     return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", text)
 
 
 def tokenized_bleu(hyps, refs):
-    """BLEU on 13a-tokenised text with compound splitting (the paper's style of BLEU):
+    """BLEU on 13a-tokenised text with compound splitting (tensor2tensor's style):
     (score, description)."""
     import sacrebleu
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
