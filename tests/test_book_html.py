@@ -116,15 +116,20 @@ def chromium() -> str:
     return path
 
 
-@pytest.fixture(scope="module")
-def built_book(tmp_path_factory) -> Path:
-    """Build a one-chapter book with the project's configuration; return its _build/html folder."""
+def need_book_extra():
+    """Skip without the book extra (pip install -e '.[book]', which make test installs); fail under CI."""
     missing = [m for m in ("yaml", "jupyter_book") if importlib.util.find_spec(m) is None]
-    if missing:   # the book extra: pip install -e '.[book]' (make test installs it)
+    if missing:
         message = f"building the book needs the book extra ({', '.join(missing)} missing): pip install -e '.[book]'"
         if os.environ.get("CI"):
             pytest.fail(message + "; CI must have it")
         pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def built_book(tmp_path_factory) -> Path:
+    """Build a one-chapter book with the project's configuration; return its _build/html folder."""
+    need_book_extra()
     import yaml
 
     root = tmp_path_factory.mktemp("book")
@@ -155,8 +160,7 @@ def build_book(root, *options):
 def test_the_whole_book_builds_from_its_stored_outputs_without_warnings(tmp_path):
     """What `make book` does on a reader's machine: every page rendered from the outputs stored in the
     notebooks, nothing executed, and no warning (-W makes one fail the build)."""
-    if importlib.util.find_spec("jupyter_book") is None:
-        pytest.skip("building the book needs the book extra: pip install -e '.[book]'")
+    need_book_extra()
     log = build_book(REPO, "--path-output", str(tmp_path))
     assert "Executing" not in log, "the build executed a notebook: it must render the stored outputs"
     pages = {p.stem for p in (tmp_path / "_build" / "html" / "book").glob("*.html")}
