@@ -58,3 +58,71 @@ def test_the_classifier_reads_the_class_token_and_learns():
         loss.backward()
         opt.step()
     assert loss.item() < 0.1 * first
+
+
+def test_the_digits_split_is_fixed_and_stratified():
+    from transformer.vision import digits_split
+    X_train, y_train, X_test, y_test = digits_split()
+    assert X_train.shape == (1437, 1, 8, 8) and X_test.shape == (360, 1, 8, 8)
+    assert 0 <= X_train.min() and X_train.max() <= 1
+    # every digit is a tenth of the test set, give or take one image
+    assert all(35 <= n <= 37 for n in torch.bincount(y_test).tolist())
+    again = digits_split()
+    assert torch.equal(again[2], X_test) and torch.equal(again[3], y_test)
+
+
+def test_train_classifier_learns_and_reports_every_epoch():
+    from transformer.vision import accuracy, train_classifier
+    cfg = TransformerConfig(N=1, d_model=16, d_ff=32, h=2, P_drop=0.0, eps_ls=0.0, norm_first=True)
+    torch.manual_seed(0)
+    vit = VisionTransformer(cfg, image_size=8, patch_size=4, channels=1, classes=2)
+    x = torch.cat([torch.zeros(16, 1, 8, 8), torch.ones(16, 1, 8, 8)])
+    y = torch.tensor([0] * 16 + [1] * 16)
+    history = train_classifier(vit, x, y, epochs=15, batch_size=8, warmup_steps=4,
+                               evaluate=lambda m: accuracy(m, x, y))
+    assert len(history) == 15 and history[-1][0] < 0.2 * history[0][0]
+    assert history[-1][1] == 1.0 and not vit.training
+
+
+def _vision_script():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "scripts" / "vision.py"
+    spec = importlib.util.spec_from_file_location("vision_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_seed_study_resumes_and_refuses_a_record_it_did_not_make(tmp_path, monkeypatch):
+    import json
+    script = _vision_script()
+    ran = []
+
+    def fake_run(seed, data):
+        ran.append(seed)
+        if seed == 2:
+            raise KeyboardInterrupt   # killed while training seed 2
+        return {"seed": seed, "test_accuracy": 0.9, "minutes": 0.0}
+
+    monkeypatch.setattr(script, "one_run", fake_run)
+    out = tmp_path / "results.json"
+    with pytest.raises(KeyboardInterrupt):
+        script.main(["--seeds", "0", "1", "2", "--out", str(out)])
+    record = json.loads(out.read_text())
+    assert [r["seed"] for r in record["runs"]] == [0, 1]      # what finished is kept
+    assert record["kernel_path"] == torch.backends.cpu.get_cpu_capability()
+    ran.clear()
+    monkeypatch.setattr(script, "one_run", lambda seed, data: ran.append(seed) or
+                        {"seed": seed, "test_accuracy": 0.9, "minutes": 0.0})
+    script.main(["--seeds", "0", "1", "2", "--out", str(out)])
+    assert ran == [2] and len(json.loads(out.read_text())["runs"]) == 3
+
+    record["epochs"] = 10          # a record made with other settings
+    out.write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match="other settings"):
+        script.main(["--out", str(out)])
+    out.write_text("{not json")
+    with pytest.raises(SystemExit, match="not a results record"):
+        script.main(["--out", str(out)])
+    assert out.read_text() == "{not json"     # nothing overwritten

@@ -619,10 +619,12 @@ def cpu_name():
 
 
 def hardware():
-    """The machine, for a results record: CPU, cores, torch threads and version, and the
+    """The machine, for a results record: CPU, cores, torch threads and version, the
+    CPU kernels torch runs (AVX2, AVX512, DEFAULT...: they round differently), and the
     GPU if one is used."""
     return {"cpu": cpu_name(), "cores": os.cpu_count(),
             "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+            "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 
 
