@@ -1,8 +1,9 @@
 # `make book`: install everything into .venv and build the book into _build/html from the outputs stored in the notebooks.
 # `make execute`: run every notebook top to bottom and store its new outputs (after changing code; see README).
 # `make test`: install everything into .venv and run the tests (unit, nbval over every notebook, export check),
-#   then compare the notebooks a second time on PyTorch's portable CPU kernels (see PORTABLE_KERNELS).
-# `make test-portable`: only that second comparison.
+#   then compare the notebooks a second time on PyTorch's portable CPU kernels (see KERNELS).
+# `make test-kernels`: only that second comparison; `make test-kernels KERNELS="ATEN_CPU_CAPABILITY=avx2 ..."`
+#   runs it on another kernel path.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -16,7 +17,7 @@ export TRANSFORMER_DATA := $(abspath ../shared/data)
 endif
 endif
 
-.PHONY: install book execute test test-portable export check-export benchmark result mutation clean
+.PHONY: install book execute test test-kernels export check-export benchmark result mutation clean
 
 # nbval over the notebooks with the tiny profile: every stored output is compared, except cells tagged
 # nbval-ignore-output (each names its reason), after the substitutions in tools/nbval_sanitize.cfg.
@@ -25,9 +26,9 @@ NBVAL := TRANSFORMER_PROFILE=tiny $(PY) -m pytest --nbval --nbval-sanitize-with 
 # kernels by instruction set, and each rounds in its own order; these variables force another choice
 # than this machine's own: PyTorch's portable kernels (no SIMD) and the libraries held to SSE4. On a
 # CPU where a library is not used (MKL on ARM, say) its variable changes nothing.
-PORTABLE_KERNELS := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 DNNL_MAX_CPU_ISA=SSE41
+KERNELS := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 DNNL_MAX_CPU_ISA=SSE41
 ifeq ($(shell uname -m),x86_64)
-PORTABLE_KERNELS += OPENBLAS_CORETYPE=Prescott
+KERNELS += OPENBLAS_CORETYPE=Prescott
 endif
 
 $(STAMP): pyproject.toml constraints.txt
@@ -48,10 +49,10 @@ execute: $(STAMP)
 test: $(STAMP)
 	$(PY) tools/export_package.py --check
 	$(NBVAL) tests book
-	$(PORTABLE_KERNELS) $(NBVAL) book
+	$(KERNELS) $(NBVAL) book
 
-test-portable: $(STAMP)
-	$(PORTABLE_KERNELS) $(NBVAL) book
+test-kernels: $(STAMP)
+	$(KERNELS) $(NBVAL) book
 
 export: $(STAMP)
 	$(PY) tools/export_package.py

@@ -78,8 +78,8 @@ def test_train_classifier_learns_and_reports_every_epoch():
     vit = VisionTransformer(cfg, image_size=8, patch_size=4, channels=1, classes=2)
     x = torch.cat([torch.zeros(16, 1, 8, 8), torch.ones(16, 1, 8, 8)])
     y = torch.tensor([0] * 16 + [1] * 16)
-    history = train_classifier(vit, x, y, epochs=15, batch_size=8, warmup_steps=4,
-                               evaluate=lambda m: accuracy(m, x, y))
+    history = train_classifier(vit, x, y, epochs=15, batch_size=8, warmup_epochs=1,
+                               lr_factor=1.0, evaluate=lambda m: accuracy(m, x, y))
     assert len(history) == 15 and history[-1][0] < 0.2 * history[0][0]
     assert history[-1][1] == 1.0 and not vit.training
 
@@ -94,31 +94,41 @@ def _vision_script():
     return module
 
 
-def test_the_seed_study_resumes_and_refuses_a_record_it_did_not_make(tmp_path, monkeypatch):
+def test_the_study_chooses_the_rate_on_validation_resumes_and_refuses_a_foreign_record(
+        tmp_path, monkeypatch):
     import json
     script = _vision_script()
-    ran = []
+    ran, killed = [], []
+    val_size = int(0.2 * 1437) + 1    # the validation part of the training images
 
-    def fake_run(seed, data):
-        ran.append(seed)
-        if seed == 2:
-            raise KeyboardInterrupt   # killed while training seed 2
-        return {"seed": seed, "test_accuracy": 0.9, "minutes": 0.0}
+    def fake_run(seed, lr_factor, train, evaluate_on):
+        ran.append((lr_factor, seed, len(evaluate_on[1])))
+        if len(ran) == 5 and not killed:
+            killed.append(seed)
+            raise RuntimeError("killed")   # killed during the fifth run
+        # validation prefers 0.3; test accuracy is never looked at for the choice
+        acc = {0.3: 0.9}.get(lr_factor, 0.5) if len(evaluate_on[1]) != 360 else 0.99
+        return {"seed": seed, "lr_factor": lr_factor, "accuracy": acc, "minutes": 0.0}
 
     monkeypatch.setattr(script, "one_run", fake_run)
+    monkeypatch.setattr(script, "baseline_accuracy", lambda *data: 0.95)
     out = tmp_path / "results.json"
-    with pytest.raises(KeyboardInterrupt):
-        script.main(["--seeds", "0", "1", "2", "--out", str(out)])
+    with pytest.raises(RuntimeError, match="killed"):
+        script.main(["--out", str(out)])
     record = json.loads(out.read_text())
-    assert [r["seed"] for r in record["runs"]] == [0, 1]      # what finished is kept
+    assert len(record["validation"]) == 4                     # what finished is kept
     assert record["kernel_path"] == torch.backends.cpu.get_cpu_capability()
     ran.clear()
-    monkeypatch.setattr(script, "one_run", lambda seed, data: ran.append(seed) or
-                        {"seed": seed, "test_accuracy": 0.9, "minutes": 0.0})
-    script.main(["--seeds", "0", "1", "2", "--out", str(out)])
-    assert ran == [2] and len(json.loads(out.read_text())["runs"]) == 3
+    script.main(["--out", str(out)])
+    record = json.loads(out.read_text())
+    n_choice = len(script.FACTORS) * len(script.CHOICE_SEEDS)
+    assert len(ran) == n_choice - 4 + len(script.TEST_SEEDS)   # only the runs not yet done
+    assert all(n == val_size for _, _, n in ran[:n_choice - 4])
+    assert record["chosen_lr_factor"] == 0.3
+    assert [r["lr_factor"] for r in record["test"]] == [0.3] * len(script.TEST_SEEDS)
+    assert all(n == 360 for _, _, n in ran[n_choice - 4:])
 
-    record["epochs"] = 10          # a record made with other settings
+    record["training"]["epochs"] = 10          # a record made with other settings
     out.write_text(json.dumps(record))
     with pytest.raises(SystemExit, match="other settings"):
         script.main(["--out", str(out)])

@@ -4,8 +4,8 @@
 Dosovitskiy et al. 2021)."""
 
 __all__ = [
-    "PatchEmbedding", "VisionTransformer", "DIGITS", "DIGITS_CONFIG", "digits_split",
-    "baseline_accuracy", "accuracy", "train_classifier",
+    "PatchEmbedding", "VisionTransformer", "DIGITS", "DIGITS_CONFIG", "DIGITS_TRAINING",
+    "stratified_split", "digits_split", "baseline_accuracy", "accuracy", "train_classifier",
 ]
 
 import torch
@@ -92,29 +92,38 @@ class VisionTransformer(nn.Module):
 DIGITS = dict(image_size=8, patch_size=2, channels=1, classes=10)
 DIGITS_CONFIG = TransformerConfig(N=4, d_model=64, d_ff=128, h=4, P_drop=0.1,
                                   eps_ls=0.1, norm_first=True)
+# how it is trained: 40 epochs of 64 images, warm-up over the first 2 epochs, and
+# equation (3)'s rate scaled by lr_factor, which scripts/vision.py chose on a validation
+# split of the training images
+DIGITS_TRAINING = dict(epochs=40, batch_size=64, warmup_epochs=2, lr_factor=0.1)
+
+
+def stratified_split(X, y, test_size, seed=0):
+    """(X_a, y_a, X_b, y_b): a share test_size of the examples in part b, with every
+    label in the same proportion in both parts; the same seed gives the same split."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    a, b = train_test_split(np.arange(len(y)), test_size=test_size,
+                            stratify=y.numpy(), random_state=seed)
+    return X[a], y[a], X[b], y[b]
 
 
 def digits_split(test_size=0.2, seed=0):
     """scikit-learn's 1,797 digits, pixels scaled to [0, 1], split once, stratified by
     label: (X_train [n, 1, 8, 8], y_train, X_test, y_test)."""
-    import numpy as np
     from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
 
     digits = load_digits()
     X = torch.tensor(digits.images / 16.0, dtype=torch.float32).unsqueeze(1)
-    y = torch.tensor(digits.target)
-    train, test = train_test_split(np.arange(len(y)), test_size=test_size,
-                                   stratify=digits.target, random_state=seed)
-    return X[train], y[train], X[test], y[test]
+    return stratified_split(X, torch.tensor(digits.target), test_size, seed)
 
 
 def baseline_accuracy(X_train, y_train, X_test, y_test):
     """Test accuracy of multinomial logistic regression on the raw pixels, from
-    scikit-learn.
-    Solved in float64 to a tight tolerance: the problem has one optimum, and stopping
-    near it at the default tolerance leaves an answer that moves with the BLAS library's
-    rounding, by a test image or two."""
+    scikit-learn. Solved in float64 to a tight tolerance: the problem has one optimum,
+    and stopping near it at the default tolerance leaves an answer that moves with the
+    BLAS library's rounding, by a test image or two."""
     from sklearn.linear_model import LogisticRegression
 
     flat = lambda X: X.flatten(1).double().numpy()
@@ -130,13 +139,16 @@ def accuracy(model, images, labels):
         return (model(images).argmax(-1) == labels).float().mean().item()
 
 
-def train_classifier(model, images, labels, epochs, batch_size, warmup_steps,
-                     evaluate=None):
-    """Train `model` with the paper's Adam and warmup schedule (5.3) and label smoothing
-    model.cfg.eps_ls, in shuffled batches (from torch's global random generator).
-    Returns one (mean training loss, evaluate(model) or None) per epoch."""
+def train_classifier(model, images, labels, epochs, batch_size, warmup_epochs,
+                     lr_factor, evaluate=None):
+    """Train `model` with the paper's Adam and warmup schedule (5.3), its rate scaled by
+    lr_factor, and label smoothing model.cfg.eps_ls, in shuffled batches (from torch's
+    global random generator). Returns one (mean training loss, evaluate(model) or None)
+    per epoch."""
+    steps_per_epoch = -(-len(images) // batch_size)
     optimizer, scheduler = build_optimizer(model, model.cfg.d_model,
-                                           warmup_steps=warmup_steps, factor=1.0)
+                                           warmup_steps=warmup_epochs * steps_per_epoch,
+                                           factor=lr_factor)
     history = []
     for epoch in range(epochs):
         model.train()
