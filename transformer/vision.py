@@ -95,7 +95,7 @@ DIGITS_CONFIG = TransformerConfig(N=4, d_model=64, d_ff=128, h=4, P_drop=0.1,
 # how it is trained: 40 epochs of 64 images, warm-up over the first 2 epochs, and
 # equation (3)'s rate scaled by lr_factor, which scripts/vision.py chose on a validation
 # split of the training images
-DIGITS_TRAINING = dict(epochs=40, batch_size=64, warmup_epochs=2, lr_factor=0.1)
+DIGITS_TRAINING = dict(epochs=40, batch_size=64, warmup_epochs=2, lr_factor=0.3)
 
 
 def stratified_split(X, y, test_size, seed=0):
