@@ -78,6 +78,16 @@ def test_make_test_compares_outputs_and_most_cells_are_compared():
     assert ignored < with_output / 2, f"only {with_output - ignored} of {with_output} cells with output are compared"
 
 
+def test_make_test_compares_the_notebooks_again_on_other_cpu_kernels():
+    """The second comparison runs with PyTorch's portable kernels forced (conftest.py stops a run
+    whose ATEN_CPU_CAPABILITY does not take effect), and the first on the machine's own."""
+    dry = subprocess.run(["make", "-n", "-o", str(ROOT / ".venv" / ".installed"), "test"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    runs = [line for line in dry if "--nbval " in line]
+    assert len(runs) == 2 and all(line.split()[-1] == "book" for line in runs), runs
+    assert "ATEN_CPU_CAPABILITY" not in runs[0] and "ATEN_CPU_CAPABILITY=default" in runs[1]
+
+
 # an absolute path of two or more parts, such as /home/me/data: it names the machine that made the output
 ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/-])/(?:[\w.-]+/)+[\w.-]*")
 
