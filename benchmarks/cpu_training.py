@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from transformer.train import get_profile, read_log, train  # noqa: E402
+from transformer.runlog import read_log  # noqa: E402
+from transformer.train import get_profile, train  # noqa: E402
 
 
 def main():

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import transformer.evaluate as evaluate  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
 from transformer.decode import simple_beam_search, simple_greedy_decode  # noqa: E402
-from transformer.train import command_line, git_commit, hardware  # noqa: E402
+from transformer.runlog import command_line, git_commit, hardware  # noqa: E402
 
 
 attention = importlib.import_module("transformer.attention")   # the module, not the function of that name

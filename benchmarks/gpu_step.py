@@ -53,7 +53,8 @@ from transformer.data import PAD, BatchStream, collate, split_batch  # noqa: E40
 from transformer.model import Transformer, TransformerConfig  # noqa: E402
 from transformer.optim import build_optimizer  # noqa: E402
 from transformer.loss import label_smoothed_nll  # noqa: E402
-from transformer.train import PROFILES, Runtime, batch_seed, train_step  # noqa: E402
+from transformer.distributed import Runtime  # noqa: E402
+from transformer.train import PROFILES, batch_seed, train_step  # noqa: E402
 
 
 def model_flops(cfg, vocab, src_lengths, tgt_lengths):

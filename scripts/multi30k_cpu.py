@@ -8,12 +8,13 @@ on the dev set only (val, 1014 sentences): how many of the last checkpoints to a
 penalty alpha, at beam 5. The chosen setting translates test_2016_flickr once, scored with sacreBLEU
 cased and lowercased. Everything the book shows is written to results/multi30k-cpu/: results.json
 (the dev grid, test metrics, hardware, time, commit, command), the training and dev logs, the
-translations, and worked_example.json (one dev sentence's beam search step by step and its attention
-weights).
+translations, worked_example.json (one dev sentence's beam search step by step and its attention
+weights), and model.pt: the chosen average of checkpoints in float16, with its vocabulary (about 12 MB,
+transformer.evaluate.load_model reads it), scored on test again as it is shipped.
 """
 import argparse
+import hashlib
 import json
-import os
 import shutil
 import sys
 import time
@@ -27,8 +28,10 @@ from transformer.checkpoint import checkpoint_paths  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
 from transformer.data import BOS, EOS  # noqa: E402
 from transformer.decode import length_penalty, simple_beam_search  # noqa: E402
-from transformer.evaluate import attention_maps, evaluate_run, load_model, sacre_bleu, translate  # noqa: E402
-from transformer.train import cpu_name, get_profile, git_commit, train  # noqa: E402
+from transformer.evaluate import (attention_maps, evaluate_run, load_model, sacre_bleu, save_model,  # noqa: E402
+                                  translate)
+from transformer.runlog import git_commit, hardware  # noqa: E402
+from transformer.train import get_profile, train  # noqa: E402
 
 BEAM = 5
 AVERAGES = (1, 5, 10)              # how many of the last checkpoints to average (the profile keeps 10)
@@ -124,9 +127,19 @@ def main():
     single, _, _ = load_model(run, 1)
     last_only = both_bleu(translate(single, vocab, test["sources"], BEAM, alpha), refs)
     example = worked_example(model, vocab, profile.corpus, alpha, args.data_dir)
+
+    # the model readers get: the chosen average, stored in float16, scored again as stored
+    out.mkdir(parents=True, exist_ok=True)
+    save_model(model, vocab, out / "model.pt")
+    shipped, shipped_vocab, _ = load_model(out / "model.pt")
+    shipped_hyps = translate(shipped, shipped_vocab, test["sources"], BEAM, alpha)
+    shipped_model = {"file": "model.pt", "dtype": "float16", "average_last": k,
+                     "bytes": (out / "model.pt").stat().st_size,
+                     "sha256": hashlib.sha256((out / "model.pt").read_bytes()).hexdigest(),
+                     "beam_size": BEAM, "alpha": alpha, **both_bleu(shipped_hyps, refs),
+                     "same_translation_as_float32": sum(a == b for a, b in zip(shipped_hyps, test["hypotheses"]))}
     eval_minutes = (time.time() - started) / 60
 
-    out.mkdir(parents=True, exist_ok=True)
     for name in ("train_log.csv", "dev_log.csv", "profile.json", "run_info.json"):
         shutil.copy(run / name, out / name)
     (out / "translations.de").write_text("\n".join(test["hypotheses"]) + "\n", encoding="utf-8")
@@ -140,9 +153,7 @@ def main():
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit_training": sorted({r["commit"] for r in run_info if r["commit"]}),
         "commit_evaluation": git_commit(),
-        "hardware": {"cpu": cpu_name(), "cores": os.cpu_count(),
-                     "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-                     "gpu": None},
+        "hardware": hardware(),
         "profile": profile.name,
         "training": summary,
         "evaluation_minutes": round(eval_minutes, 1),
@@ -152,6 +163,7 @@ def main():
         "test_greedy": greedy,
         "test_paper_decoding": {"beam_size": 4, "alpha": 0.6, **paper_decoding},
         "test_last_checkpoint": last_only,
+        "shipped_model": shipped_model,
     }
     (out / "worked_example.json").write_text(json.dumps(example, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.evaluate import load_model, translate  # noqa: E402
 from transformer.parsing import bracket_scores, parse_output, prepare_ptb, read_treebank, with_tags  # noqa: E402
-from transformer.train import Profile, git_commit, hardware, train  # noqa: E402
+from transformer.runlog import git_commit, hardware  # noqa: E402
+from transformer.train import Profile, train  # noqa: E402
 
 # The paper's parser had 4 layers of d_model 1024; here 4 layers of 128, trained for a fixed number of steps.
 PROFILE = Profile("ptb-parse", "ptb", "base", "constituency parsing on the WSJ sample, 2-core CPU",

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
-from transformer.train import git_commit, hardware  # noqa: E402
+from transformer.runlog import git_commit, hardware  # noqa: E402
 from transformer.vision import (DIGITS, DIGITS_CONFIG, DIGITS_TRAINING, VisionTransformer,  # noqa: E402
                                 accuracy, baseline_accuracy, digits_split, stratified_split,
                                 train_classifier)

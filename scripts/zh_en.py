@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split, prepare_zh_en  # noqa: E402
 from transformer.evaluate import load_model, translate  # noqa: E402
-from transformer.train import Profile, git_commit, hardware, train  # noqa: E402
+from transformer.runlog import git_commit, hardware  # noqa: E402
+from transformer.train import Profile, train  # noqa: E402
 
 # A small post-norm model with the paper's recipe; P_drop 0.3 set in advance against overfitting 6,000 pairs.
 PROFILE = Profile("zh-en", "zh-en", "small", "English->Chinese, 6k pairs, on a 2-core CPU",

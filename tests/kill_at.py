@@ -5,6 +5,7 @@ import os
 import signal
 import sys
 
+import transformer.cli as cli
 import transformer.train as trainer
 
 KILL_AT = int(os.environ["KILL_AT_STEP"])
@@ -22,4 +23,4 @@ def train_step_or_die(*args, **kwargs):
 
 
 trainer.train_step = train_step_or_die
-trainer.main(sys.argv[1:])
+cli.main(sys.argv[1:])

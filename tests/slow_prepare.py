@@ -4,11 +4,12 @@ import datetime
 import sys
 import time
 
-import transformer.train as trainer
+import transformer.cli as cli
+import transformer.distributed as distributed
 
 SLOW_S, TIMEOUT_S = 6, 3
-trainer.DIST_TIMEOUT = datetime.timedelta(seconds=TIMEOUT_S)
-learn_bpe = trainer.train_bpe
+distributed.DIST_TIMEOUT = datetime.timedelta(seconds=TIMEOUT_S)
+learn_bpe = distributed.train_bpe
 
 
 def slow_train_bpe(*args, **kwargs):
@@ -17,5 +18,5 @@ def slow_train_bpe(*args, **kwargs):
     return learn_bpe(*args, **kwargs)
 
 
-trainer.train_bpe = slow_train_bpe
-trainer.main(sys.argv[1:])
+distributed.train_bpe = slow_train_bpe
+cli.main(sys.argv[1:])

@@ -16,7 +16,8 @@ from transformer.decode import beam_search, greedy_decode, length_penalty
 from transformer.embeddings import Embeddings
 from transformer.evaluate import load_model, sacre_bleu, split_compounds, tokenized_bleu, translate
 from transformer.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
-from transformer.train import Runtime, train_step
+from transformer.distributed import Runtime
+from transformer.train import train_step
 
 
 # --------------------------------------------------------- one training step --

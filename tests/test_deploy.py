@@ -115,6 +115,24 @@ def test_the_command_averages_the_profile_s_checkpoints(tmp_path, vocab, capsys)
     assert (tmp_path / "ct2" / "model.bin").exists() and (tmp_path / "ct2" / "vocab.model").exists()
 
 
+def test_a_saved_model_file_converts_like_its_run(tmp_path, vocab, sources, capsys):
+    """The shipped form of a model (evaluate.save_model, float16) converts too, and the engine's
+    greedy output equals ours on the same loaded weights."""
+    from transformer.evaluate import load_model, save_model
+    run = make_run(tmp_path / "run", vocab)
+    model, _, _ = load_model(run, 2)
+    save_model(model, vocab, tmp_path / "model.pt")
+    main([str(tmp_path / "model.pt"), str(tmp_path / "ct2")])
+    assert "the average of model.pt" in capsys.readouterr().out
+    shipped, _, _ = load_model(tmp_path / "model.pt")
+    engine = CTranslate2Model(tmp_path / "ct2")
+    ids = [vocab.encode(s) for s in sources[:8]]
+    for s in ids:
+        ours = greedy_decode(shipped, torch.tensor([s + [EOS]]), BOS, EOS, max_extra=5)[0].tolist()
+        ours = ours[:ours.index(EOS)] if EOS in ours else ours
+        assert engine.translate_ids([s], beam_size=1, max_extra=5)[0] == ours
+
+
 def test_bad_input_is_refused_with_the_reason(tmp_path, vocab, capsys):
     with pytest.raises(SystemExit):
         main([str(tmp_path / "nowhere"), str(tmp_path / "out")])

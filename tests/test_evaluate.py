@@ -201,3 +201,38 @@ def test_evaluate_run_defaults_and_rounding(finished_run, monkeypatch):
     exact = sacrebleu.corpus_bleu(REFERENCES[:3] + ["ein Auto ."], [REFERENCES]).score
     assert exact != round(exact, 2) and result["sacrebleu"] == round(exact, 2)
     assert result["tokenized_bleu"] == round(result["tokenized_bleu"], 2) != round(result["tokenized_bleu"])
+
+
+def test_a_saved_model_loads_alone_with_its_vocabulary_and_tied_weights(tmp_path):
+    """save_model writes what load_model reads without a run folder: float16 weights (one copy of the
+    tied embedding matrix), the configuration and the vocabulary; other files are refused."""
+    import fractions
+
+    from transformer.checkpoint import CheckpointError
+    from transformer.evaluate import save_model
+    need_corpus("multi30k", "dev")
+    vocab = train_bpe(load_split("multi30k", "dev")[:300], vocab_size=500)
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.preset("tiny"), len(vocab)).eval()
+    path = tmp_path / "model.pt"
+    save_model(model, vocab, path)
+    loaded, loaded_vocab, names = load_model(path)
+    assert names == ["model.pt"] and loaded_vocab.proto == vocab.proto and not loaded.training
+    for (name, a), b in zip(model.state_dict().items(), loaded.state_dict().values()):
+        assert b.dtype == a.dtype and torch.equal(b, a.half().float()), name
+    assert loaded.src_embed.lut.weight is loaded.generator.proj.weight      # still tied
+    # one float16 copy of each tensor: the tied matrix is stored once
+    assert path.stat().st_size < 2 * model.num_parameters() * 1.1
+    src = torch.tensor([vocab.encode(["Ein Hund läuft."])[0] + [EOS]])
+    assert translate(loaded, loaded_vocab, ["Ein Hund läuft."], beam_size=2, progress=False)
+    assert src.max() < len(vocab)
+
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(ValueError, match="is not a model written by save_model"):
+        load_model(tmp_path / "notes.txt")
+    torch.save({"model": model.state_dict()}, tmp_path / "checkpoint_like.pt")
+    with pytest.raises(ValueError, match="is not a model written by save_model"):
+        load_model(tmp_path / "checkpoint_like.pt")
+    torch.save({"format": "transformer-model/1", "note": fractions.Fraction(1, 3)}, tmp_path / "odd.pt")
+    with pytest.raises(CheckpointError):
+        load_model(tmp_path / "odd.pt")

@@ -15,8 +15,10 @@ from transformer.checkpoint import (CheckpointError, capture_rng, load_checkpoin
 from transformer.data import PAD, BatchStream, ParallelData, TokenArray, collate, split_batch, token_batches
 from transformer.loss import label_smoothed_nll
 from transformer.optim import build_optimizer
-from transformer.train import (PROFILES, HostSyncCounter, Runtime, StepFeeder, get_profile, parse_overrides,
-                               resolve_device, steps_per_interval, train_step)
+from transformer.cli import parse_overrides
+from transformer.distributed import Runtime, resolve_device
+from transformer.syncs import HostSyncCounter
+from transformer.train import PROFILES, StepFeeder, get_profile, steps_per_interval, train_step
 
 V = 60
 

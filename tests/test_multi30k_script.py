@@ -8,7 +8,7 @@ import torch
 
 import transformer.corpora
 import transformer.evaluate
-import transformer.train
+import transformer.runlog
 from transformer.decode import length_penalty
 from tests.conftest import need_corpus
 
@@ -53,9 +53,16 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
     assert res["training"]["steps"] == 30 and res["command"].endswith("--max-sentences 6")
     for name in ("train_log.csv", "dev_log.csv", "profile.json", "run_info.json"):
         assert (out / name).is_file()
+    # the shipped model: the chosen average in float16, loadable alone, scored as shipped
+    shipped = res["shipped_model"]
+    model, vocab, names = transformer.evaluate.load_model(out / "model.pt")
+    assert names == ["model.pt"] and shipped["average_last"] == first_best["average_last"]
+    assert shipped["bytes"] == (out / "model.pt").stat().st_size and shipped["dtype"] == "float16"
+    assert 0 <= shipped["same_translation_as_float32"] <= 6 and shipped["sacrebleu_lowercase"] >= 0
+    assert res["hardware"]["cpu_kernels"] == torch.backends.cpu.get_cpu_capability()
 
     # run again at another commit: training is done, so that commit only evaluated
-    monkeypatch.setattr(transformer.train, "git_commit", lambda: "f" * 40)
+    monkeypatch.setattr(transformer.runlog, "git_commit", lambda: "f" * 40)
     runpy.run_path(str(SCRIPT), run_name="__main__")
     again = json.loads((out / "results.json").read_text())
     info = json.loads((out / "run_info.json").read_text())

@@ -12,7 +12,9 @@ import torch
 
 from tests.conftest import need_corpus
 from transformer.checkpoint import checkpoint_paths, load_checkpoint, load_latest_checkpoint
-from transformer.train import PROFILES, get_profile, main, parse_overrides, read_log
+from transformer.cli import main, parse_overrides
+from transformer.runlog import read_log
+from transformer.train import PROFILES, get_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--profile", "tiny", "--device", "cpu", "--no-progress"]

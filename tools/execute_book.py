@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from transformer.train import cpu_name
+from transformer.runlog import cpu_name
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"

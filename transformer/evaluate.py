@@ -4,22 +4,24 @@
 (paper section 6.1)."""
 
 __all__ = [
-    "average_checkpoints", "run_profile", "load_model", "length_batches", "translate",
-    "check_parallel", "sacre_bleu", "split_compounds", "tokenized_bleu", "attention_maps",
-    "evaluate_run", "main",
+    "average_checkpoints", "run_profile", "MODEL_FORMAT", "save_model", "load_model",
+    "length_batches", "translate", "check_parallel", "sacre_bleu", "split_compounds",
+    "tokenized_bleu", "attention_maps", "evaluate_run", "main",
 ]
 
 import argparse
 import json
 import re
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from transformer.checkpoint import checkpoint_paths, load_checkpoint
+from transformer.checkpoint import (CheckpointError, atomic_save, checkpoint_paths,
+                                    load_checkpoint)
 from transformer.corpora import load_split
 from transformer.data import BOS, EOS, PAD, Vocab
 from transformer.decode import beam_search, greedy_decode
@@ -58,9 +60,45 @@ def run_profile(run_dir):
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+MODEL_FORMAT = "transformer-model/1"
+
+
+def save_model(model, vocab, path, dtype=torch.float16):
+    """Write a trained model for use without its run folder: its weights (as `dtype`),
+    configuration and vocabulary, as tensors and plain data only (loaded with
+    weights_only=True). Tied weights stay one tensor in the file."""
+    converted = {}                   # one copy per storage: tied matrices stay tied
+    state = {}
+    for name, tensor in model.state_dict().items():
+        key = tensor.untyped_storage().data_ptr()
+        if key not in converted:
+            converted[key] = (tensor.detach().to(dtype) if tensor.is_floating_point()
+                              else tensor.detach())
+        state[name] = converted[key]
+    atomic_save({"format": MODEL_FORMAT, "model_config": asdict(model.cfg),
+                 "vocab": vocab.proto, "model": state}, path)
+
+
 def load_model(run_dir, average_last=1, device="cpu"):
     """The model of a training run, averaged over its last `average_last` checkpoints,
-    and its vocabulary."""
+    and its vocabulary; or, given a file written by save_model, that model (and
+    [its name]). Returns (model in eval mode, vocab, names of the files used)."""
+    if Path(run_dir).is_file():
+        try:
+            saved = load_checkpoint(run_dir)
+        except CheckpointError:      # a file that would run code: refused, loudly
+            raise
+        except Exception as err:     # not a torch file at all
+            raise ValueError(f"{run_dir} is not a model written by save_model "
+                             f"({type(err).__name__})") from None
+        if not isinstance(saved, dict) or saved.get("format") != MODEL_FORMAT:
+            raise ValueError(f"{run_dir} is not a model written by save_model "
+                             f"(no format {MODEL_FORMAT!r})")
+        model = Transformer(TransformerConfig(**saved["model_config"]),
+                            len(Vocab(saved["vocab"])))
+        model.load_state_dict({k: v.float() if v.is_floating_point() else v
+                               for k, v in saved["model"].items()})
+        return model.to(device).eval(), Vocab(saved["vocab"]), [Path(run_dir).name]
     paths = checkpoint_paths(run_dir)
     if not paths:
         raise FileNotFoundError(f"no checkpoints in {Path(run_dir) / 'checkpoints'}; "

@@ -4,8 +4,8 @@
 evalb-style bracket F1."""
 
 __all__ = [
-    "PTB_SAMPLE", "treebank_dir", "base_label", "clean_tree", "wsj_number", "file_split", "is_tree",
-    "read_treebank", "MalformedTree", "linearize", "delinearize", "repair", "parse_output",
+    "MalformedTree", "linearize", "delinearize", "PTB_SAMPLE", "treebank_dir", "base_label",
+    "clean_tree", "wsj_number", "file_split", "is_tree", "read_treebank", "repair", "parse_output",
     "PUNCTUATION_TAGS", "IGNORED_LABELS", "EQUAL_LABELS", "brackets", "with_tags", "bracket_scores",
     "prepare_ptb",
 ]
@@ -18,6 +18,65 @@ from nltk.tree import Tree
 
 from transformer.corpora import DATA_ENV, data_dir
 from transformer.data import atomic_file
+
+
+class MalformedTree(ValueError):
+    """A token sequence that is not the linearisation of one tree over the given
+    words."""
+
+
+def linearize(tree):
+    """A tree -> (its words, its tokens): '(LABEL' opens, ')LABEL' closes, and each
+    word is 'XX'."""
+    words, tokens = [], []
+
+    def walk(t):
+        if isinstance(t[0], str):
+            words.append(t[0])
+            tokens.append("XX")
+            return
+        tokens.append("(" + t.label())
+        for child in t:
+            walk(child)
+        tokens.append(")" + t.label())
+
+    walk(tree)
+    return words, tokens
+
+
+def delinearize(tokens, words, tag="XX"):
+    """The tree that `tokens` describe over `words` (preterminals labelled `tag`);
+    MalformedTree if none."""
+    stack, used = [("", [])], 0
+    for tok in tokens:
+        if tok == "XX":
+            if used == len(words):
+                raise MalformedTree(f"more XX tokens than the {len(words)} words")
+            if len(stack) == 1:
+                raise MalformedTree("a word outside every bracket")
+            stack[-1][1].append(Tree(tag, [words[used]]))
+            used += 1
+        elif len(tok) > 1 and tok[0] == "(":
+            stack.append((tok[1:], []))
+        elif len(tok) > 1 and tok[0] == ")":
+            if len(stack) == 1:
+                raise MalformedTree(f"{tok} closes nothing")
+            label, children = stack.pop()
+            if tok[1:] != label:
+                raise MalformedTree(f"{tok} closes ({label}")
+            if not children:
+                raise MalformedTree(f"({label} has no words")
+            stack[-1][1].append(Tree(label, children))
+        else:
+            raise MalformedTree(f"unknown token {tok!r}")
+    if len(stack) > 1:
+        raise MalformedTree(f"{len(stack) - 1} bracket(s) never closed")
+    if used != len(words):
+        raise MalformedTree(f"{used} XX tokens for {len(words)} words")
+    if len(stack[0][1]) != 1:
+        raise MalformedTree(f"{len(stack[0][1])} trees instead of one")
+    return stack[0][1][0]
+
 
 PTB_SAMPLE = "ptb-sample"      # NLTK's 5% WSJ sample, under the data folder
 
@@ -116,64 +175,6 @@ def read_treebank(path=None):
             raise ValueError(f"the {split} split of {root} is empty: "
                              "no file of it was found")
     return splits
-
-
-class MalformedTree(ValueError):
-    """A token sequence that is not the linearisation of one tree over the given
-    words."""
-
-
-def linearize(tree):
-    """A tree -> (its words, its tokens): '(LABEL' opens, ')LABEL' closes, and each
-    word is 'XX'."""
-    words, tokens = [], []
-
-    def walk(t):
-        if isinstance(t[0], str):
-            words.append(t[0])
-            tokens.append("XX")
-            return
-        tokens.append("(" + t.label())
-        for child in t:
-            walk(child)
-        tokens.append(")" + t.label())
-
-    walk(tree)
-    return words, tokens
-
-
-def delinearize(tokens, words, tag="XX"):
-    """The tree that `tokens` describe over `words` (preterminals labelled `tag`);
-    MalformedTree if none."""
-    stack, used = [("", [])], 0
-    for tok in tokens:
-        if tok == "XX":
-            if used == len(words):
-                raise MalformedTree(f"more XX tokens than the {len(words)} words")
-            if len(stack) == 1:
-                raise MalformedTree("a word outside every bracket")
-            stack[-1][1].append(Tree(tag, [words[used]]))
-            used += 1
-        elif len(tok) > 1 and tok[0] == "(":
-            stack.append((tok[1:], []))
-        elif len(tok) > 1 and tok[0] == ")":
-            if len(stack) == 1:
-                raise MalformedTree(f"{tok} closes nothing")
-            label, children = stack.pop()
-            if tok[1:] != label:
-                raise MalformedTree(f"{tok} closes ({label}")
-            if not children:
-                raise MalformedTree(f"({label} has no words")
-            stack[-1][1].append(Tree(label, children))
-        else:
-            raise MalformedTree(f"unknown token {tok!r}")
-    if len(stack) > 1:
-        raise MalformedTree(f"{len(stack) - 1} bracket(s) never closed")
-    if used != len(words):
-        raise MalformedTree(f"{used} XX tokens for {len(words)} words")
-    if len(stack[0][1]) != 1:
-        raise MalformedTree(f"{len(stack[0][1])} trees instead of one")
-    return stack[0][1][0]
 
 
 def repair(tokens, n_words):

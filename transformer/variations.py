@@ -6,6 +6,7 @@ budget, with results records."""
 __all__ = [
     "ROWS", "WIDTHS", "SCALE", "NOISE_SEEDS", "SWEEP", "check_row", "scaled_config", "row_profile",
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "compare", "main",
+    "CLAIMS", "claim_verdicts",
 ]
 
 import argparse
@@ -21,8 +22,8 @@ from transformer.data import atomic_file
 from transformer.evaluate import evaluate_run
 from transformer.model import PRESETS, TransformerConfig
 from transformer.paper import TABLE3
-from transformer.train import (Profile, command_line, git_commit, hardware,
-                               read_log, train)
+from transformer.runlog import command_line, git_commit, hardware, read_log
+from transformer.train import Profile, train
 
 # Table 3's order: base, A1-A4, B1-B2, C1-C7, D1-D4, E, big
 ROWS = list(TABLE3)
@@ -195,3 +196,50 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+# (claim, row a, row b): the paper's text says a beats b on BLEU; b None: a is about
+# equal to the base model
+CLAIMS = [
+    ("one head is worse than eight", "base", "A1"),
+    ("too many heads is worse (32 against 8)", "base", "A4"),
+    ("smaller keys hurt (d_k 16 against 64)", "base", "B1"),
+    ("deeper is better (N 8 against 2)", "C3", "C1"),
+    ("wider is better (d_model 1024 against 256)", "C5", "C4"),
+    ("a wider feed-forward layer is better (d_ff 4096 against 1024)", "C7", "C6"),
+    ("the big model beats the base model", "big", "base"),
+    ("dropout helps (P_drop 0.1 against 0)", "base", "D1"),
+    ("label smoothing raises BLEU and perplexity (eps_ls 0.1 against 0)",
+     "base", "D3"),
+    ("learned positions about equal to sinusoids", "E", None),
+]
+
+
+def claim_verdicts(records):
+    """{claim: (rows, verdict by dev BLEU, verdict by dev perplexity)} for the claims of
+    CLAIMS whose rows all have records, with the base row's seed spread as the noise."""
+    base = [r for (row, _), r in records.items() if row == "base"]
+    spread = {m: seed_spread(records, m) for m in ("dev_bleu", "dev_ppl")}
+
+    def value(row, metric):
+        if row == "base":
+            return sum(r[metric] for r in base) / len(base)
+        return records[row, 1][metric]
+
+    def verdict(a, b, metric):
+        if spread[metric] is None:
+            return "no noise estimate"
+        if b is None:
+            near = abs(value(a, metric) - value("base", metric)) <= spread[metric]
+            return "reproduced" if near else "differ by more than noise"
+        paper = TABLE3[a][metric] - TABLE3[b][metric]
+        ours = value(a, metric) - value(b, metric)
+        return compare((ours > 0) == (paper > 0), abs(ours), spread[metric])
+
+    verdicts = {}
+    for claim, a, b in CLAIMS:
+        rows = [a] + ([b] if b else [])
+        if base and all(row == "base" or (row, 1) in records for row in rows):
+            verdicts[claim] = (rows, verdict(a, b, "dev_bleu"),
+                               verdict(a, b, "dev_ppl"))
+    return verdicts

@@ -1,0 +1,229 @@
+"""The book as a reader sees it: every page of the HTML that `make book` builds from the stored outputs.
+
+Machine checks of the notebooks (nbval, stored outputs) say nothing about the page. These tests build
+the whole book once, as `make book` does, and check what a reader would notice:
+
+* a Markdown table printed by a cell must render as a table, not as a paragraph of pipes;
+* no line of code or output, table or figure may be wider than the text column (clipped or
+  scrolled sideways); printed output wraps at the column (the book's CSS), except a row of a text
+  table, which must be printed as a real table instead;
+* the text in a figure must be readable at the size the page shows it (about 9 px or more): figures
+  are SVG with real text, so the size can be measured, not guessed;
+* no page may name a path of the machine that made it;
+* the landing page shows the headline results, read from the results records, and links to the
+  paper and to the repository.
+
+The geometric checks run in headless Chromium (the page laid out at a 1400 px wide window, as a reader
+on a laptop sees it); the others read the HTML. Needs the book extra and Debian's ``chromium``; without
+them the tests are skipped, except under CI, where that is a failure.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.test_book_html import REPO, chromium, whole_book  # noqa: F401 (fixtures)
+
+MIN_TEXT_PX = 9
+WINDOW = (1400, 1000)
+RESULTS = REPO / "results"
+
+# Runs in a wrapper page on the same origin: loads every page in turn in an iframe of the window's
+# size, waits for MathJax and the images, and measures. Every wait has a deadline.
+WRAPPER = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>page check</title>
+<style>body{margin:0} iframe{border:0;width:%(width)dpx;height:%(height)dpx}</style></head>
+<body><iframe id="page"></iframe><pre id="verdict">pending</pre>
+<script>
+const PAGES = %(pages)s, MIN_PX = %(min_px)d;
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+async function until(cond, ms) {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await sleep(50);
+  return cond();
+}
+function withDeadline(p, ms) { return Promise.race([p.then(() => true), sleep(ms).then(() => false)]); }
+function fontPx(el) {
+  const s = (el.getAttribute('style') || '') + ';' + (el.getAttribute('font-size') || '');
+  const m = s.match(/font(?:-size)?:\\s*([0-9.]+)px/) || s.match(/^;([0-9.]+)/);
+  return m ? parseFloat(m[1]) : null;
+}
+async function measure(frame, page) {
+  const target = new URL(page, location.href).href;
+  frame.src = page;
+  await until(() => { const d = frame.contentDocument;
+    return d && d.location.href === target && d.readyState === 'complete'; }, 20000);
+  const w = frame.contentWindow, d = frame.contentDocument;
+  if (w.MathJax && w.MathJax.startup && w.MathJax.startup.promise)
+    await withDeadline(w.MathJax.startup.promise, 15000);
+  const imgs = Array.from(d.images);
+  await withDeadline(Promise.all(imgs.map(i => i.complete ? null :
+      new Promise(r => { i.addEventListener('load', r); i.addEventListener('error', r); }))), 10000);
+  const article = d.querySelector('article.bd-article') || d.body;
+  const column = article.getBoundingClientRect();
+  const v = {page: page, column: Math.round(column.width), wide_output: [], wide_tables: [],
+             pipe_paragraphs: [], raster_figures: [], small_text: [], wrapped_table_rows: [],
+             figures: 0};
+  // code, outputs and code blocks that need a sideways scroll: their longest lines
+  for (const pre of article.querySelectorAll('pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const longest = pre.textContent.split('\\n').sort((a, b) => b.length - a.length)[0];
+      v.wide_output.push(longest.slice(0, 120));
+    }
+  }
+  // printed output wraps at the column; a wrapped line that is a row of a text table (columns
+  // lined up by runs of spaces) becomes unreadable, so those must be printed as real tables
+  for (const pre of article.querySelectorAll('div.cell_output pre')) {
+    const probe = d.createElement('span');
+    probe.textContent = 'x'.repeat(100);
+    pre.appendChild(probe);
+    const fits = Math.floor(pre.clientWidth / (probe.getBoundingClientRect().width / 100));
+    pre.removeChild(probe);
+    for (const line of pre.textContent.split('\\n'))
+      if (line.length > fits && /\\S {3,}\\S/.test(line.trim()))
+        v.wrapped_table_rows.push(line.slice(0, 120));
+  }
+  for (const t of article.querySelectorAll('table')) {
+    const r = t.getBoundingClientRect();
+    if (r.right > column.right + 1)
+      v.wide_tables.push(t.textContent.trim().replace(/\\s+/g, ' ').slice(0, 80));
+  }
+  for (const p of article.querySelectorAll('p')) {
+    const text = p.textContent;
+    if (/\\|\\s*:?-{3,}/.test(text) || (text.match(/ \\| /g) || []).length >= 3)
+      v.pipe_paragraphs.push(text.trim().slice(0, 100));
+  }
+  for (const img of article.querySelectorAll('div.cell_output img')) {
+    v.figures += 1;
+    const src = img.getAttribute('src');
+    const shown = img.getBoundingClientRect().width;
+    if (img.getBoundingClientRect().right > column.right + 1)
+      v.wide_tables.push('figure ' + src);
+    if (!/\\.svg$/.test(src)) { v.raster_figures.push(src); continue; }
+    const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml');
+    const root = svg.documentElement;
+    const box = (root.getAttribute('viewBox') || '').split(/[ ,]+/).map(Number);
+    const scale = shown / (box.length === 4 ? box[2] : parseFloat(root.getAttribute('width')));
+    const sizes = Array.from(svg.querySelectorAll('text')).map(fontPx).filter(x => x);
+    if (!sizes.length) continue;
+    const smallest = Math.min(...sizes) * scale;
+    if (smallest < MIN_PX) v.small_text.push(`${src}: ${smallest.toFixed(1)} px`);
+  }
+  return v;
+}
+(async () => {
+  const frame = document.getElementById('page');
+  const out = [];
+  for (const page of PAGES) {
+    try { out.push(await measure(frame, page)); }
+    catch (e) { out.push({page: page, error: String(e && e.stack || e)}); }
+  }
+  document.getElementById('verdict').textContent = JSON.stringify(out);
+})();
+</script></body></html>
+"""
+
+
+def pages(html_root: Path) -> list[Path]:
+    return sorted((html_root / "book").glob("*.html"))
+
+
+def visible_text(page: Path) -> str:
+    """The page's text as a reader sees it (scripts, styles and tags removed)."""
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", text, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", text))
+
+
+# absolute paths of the kind a machine prints: /tmp/..., /home/..., a data folder, a venv
+MACHINE_PATH = re.compile(r"(?<![\w.:/-])/(?:tmp|home|root|work|Users|var|opt|mnt|private|srv)/[\w./-]+")
+
+
+def test_no_page_names_a_path_of_the_machine_that_made_it(whole_book):
+    found = {p.stem: sorted(set(MACHINE_PATH.findall(visible_text(p)))) for p in pages(whole_book)}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"machine paths on the pages: {found}"
+
+
+# how the book was made is not what it is about: words that only make sense of its making
+MAKING_OF = re.compile(r"\b(this session|earlier session|as this book first|first wrote it|the notes of|"
+                       r"a pilot whose logs)\b", re.I)
+
+
+def test_no_page_speaks_of_how_the_book_was_made(whole_book):
+    found = {p.stem: sorted(set(MAKING_OF.findall(visible_text(p)))) for p in pages(whole_book)}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"words about the book's making: {found}"
+
+
+def test_the_path_check_sees_machine_paths():
+    assert MACHINE_PATH.findall("wrote /tmp/tmpab12/run and /home/me/data") == ["/tmp/tmpab12/run",
+                                                                               "/home/me/data"]
+    assert not MACHINE_PATH.findall("see https://arxiv.org/abs/1706.03762 and results/vision/x.json")
+
+
+def test_the_landing_page_shows_the_results_and_links_to_paper_and_repository(whole_book):
+    text = " ".join(visible_text(whole_book / "book" / "index.html").split())
+    page = (whole_book / "book" / "index.html").read_text(encoding="utf-8")
+    m30k = json.loads((RESULTS / "multi30k-cpu" / "results.json").read_text())["test"]
+    parsing = json.loads((RESULTS / "parsing" / "results.json").read_text())["test"]
+    expected = [f"{m30k['sacrebleu']:.2f}", f"{parsing['f1']:.1f}", "GPU"]
+    missing = [s for s in expected if s not in text]
+    assert not missing, f"the landing page does not show {missing}"
+    assert "arxiv.org/abs/1706.03762" in page, "no link to the paper"
+    # the repository's README, beside the built book (_build/html/book/index.html)
+    assert 'href="../../../README.md"' in page, "no link to the repository"
+    assert "<img" in page or "<svg" in page, "the landing page shows no figure"
+
+
+def test_every_page_fits_the_column_with_readable_figures_and_real_tables(chromium, whole_book, tmp_path):
+    names = [f"book/{p.name}" for p in pages(whole_book)]
+    (whole_book / "_page_check.html").write_text(WRAPPER % {
+        "pages": json.dumps(names), "min_px": MIN_TEXT_PX, "width": WINDOW[0], "height": WINDOW[1]})
+    verdicts = run_in_browser(chromium, whole_book, "_page_check.html", tmp_path)
+    assert {v["page"] for v in verdicts} == set(names)
+    problems = {}
+    for v in verdicts:
+        found = {k: v[k] for k in ("error", "wide_output", "wide_tables", "pipe_paragraphs",
+                                   "raster_figures", "small_text", "wrapped_table_rows")
+                 if v.get(k)}
+        if found:
+            problems[v["page"]] = found
+    assert sum(v.get("figures", 0) for v in verdicts) > 20, "the figures are missing"
+    assert all(v.get("column", 0) > 600 for v in verdicts), "the text column was not laid out"
+    assert not problems, "what a reader would see:\n" + json.dumps(problems, indent=1, ensure_ascii=False)
+
+
+def run_in_browser(chromium, root: Path, wrapper: str, tmp_path: Path) -> list[dict]:
+    """Serve `root` on 127.0.0.1, open the wrapper page in headless Chromium, return its verdict."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        command = [
+            chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--disable-background-networking", "--disable-component-update", "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            f"--window-size={WINDOW[0] + 40},{WINDOW[1] + 200}", "--virtual-time-budget=600000",
+            "--dump-dom", f"http://127.0.0.1:{httpd.server_address[1]}/{wrapper}",
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    found = re.search(r'<pre id="verdict">(.*?)</pre>', result.stdout, re.S)
+    assert found and found.group(1) != "pending", (
+        f"no verdict from the browser (exit {result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return json.loads(html.unescape(found.group(1)))
