@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import torch
 from nbclient import NotebookClient
 
 from transformer.runlog import cpu_name
@@ -67,6 +68,8 @@ def execute(path, timeout):
         "executed": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "seconds": round(time.time() - started, 1),
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, no GPU",
+        # the kernels PyTorch chose; stored outputs must not depend on them (make test checks two)
+        "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
         "python": platform.python_version(),
     }
     nbformat.write(nb, path)
