@@ -50,7 +50,7 @@ async function until(cond, ms) {
 function withDeadline(p, ms) { return Promise.race([p.then(() => true), sleep(ms).then(() => false)]); }
 function fontPx(el) {
   const s = (el.getAttribute('style') || '') + ';' + (el.getAttribute('font-size') || '');
-  const m = s.match(/font(?:-size)?:\\s*([0-9.]+)px/) || s.match(/^;([0-9.]+)/);
+  const m = s.match(/font(?:-size)?:[^;]*?([0-9.]+)px/) || s.match(/^;([0-9.]+)/);
   return m ? parseFloat(m[1]) : null;
 }
 async function measure(frame, page) {
@@ -97,6 +97,16 @@ async function measure(frame, page) {
     const text = p.textContent;
     if (/\\|\\s*:?-{3,}/.test(text) || (text.match(/ \\| /g) || []).length >= 3)
       v.pipe_paragraphs.push(text.trim().slice(0, 100));
+  }
+  // figures drawn inline (SVG in the page, so that their links work), measured the same way
+  for (const svg of article.querySelectorAll('div.cell_output svg')) {
+    if (!svg.getAttribute('viewBox')) continue;
+    v.figures += 1;
+    const scale = svg.getBoundingClientRect().width / Number(svg.getAttribute('viewBox').split(/[ ,]+/)[2]);
+    const sizes = Array.from(svg.querySelectorAll('text')).map(fontPx).filter(x => x);
+    if (sizes.length && Math.min(...sizes) * scale < MIN_PX)
+      v.small_text.push(`inline figure: ${(Math.min(...sizes) * scale).toFixed(1)} px`);
+    if (svg.getBoundingClientRect().right > column.right + 1) v.wide_tables.push('inline figure');
   }
   for (const img of article.querySelectorAll('div.cell_output img')) {
     v.figures += 1;

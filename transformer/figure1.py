@@ -60,7 +60,7 @@ def arrow(ax, *points, color=FLOW["color"], lw=FLOW["lw"], head=True):
 def qkv(ax, x, y, letter, color="#222222"):
     """Name the input an arrow carries into an attention box: queries, keys or
     values."""
-    ax.text(x + 0.06, y, letter, ha="left", va="center", fontsize=7.5, color=color,
+    ax.text(x + 0.06, y, letter, ha="left", va="center", fontsize=8.5, color=color,
             style="italic")
 
 
@@ -161,7 +161,7 @@ def draw_transformer(cfg, model, figsize=(9, 11.4), links=None):
                                     url=LINKS.get(pos_ch)))
         ax.text(px, y_plus + 0.04, "Positional\nEncoding", ha="center", va="center",
                 fontsize=9, zorder=4, linespacing=1.05, url=LINKS.get(pos_ch))
-        ax.text(px + 0.5, y_plus - 0.2, pos_ch, ha="right", va="center", fontsize=7,
+        ax.text(px + 0.5, y_plus - 0.2, pos_ch, ha="right", va="center", fontsize=8,
                 color="#555555", fontweight="bold", zorder=4)
         arrow(ax, (px - out * 0.55, y_plus), (x + out * 0.15, y_plus))
         arrow(ax, (x, y_plus + 0.15), (x, y_layer), head=False)
