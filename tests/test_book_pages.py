@@ -8,7 +8,7 @@ the whole book once, as `make book` does, and check what a reader would notice:
   scrolled sideways); printed output wraps at the column (the book's CSS), except a row of a text
   table, which must be printed as a real table instead;
 * the text in a figure must be readable at the size the page shows it (about 9 px or more): figures
-  are SVG with real text, so the size can be measured, not guessed;
+  are SVG, whose texts keep their sizes, so the size can be measured, not guessed;
 * no page may name a path of the machine that made it;
 * the landing page shows the headline results, read from the results records, and links to the
   paper and to the repository.
@@ -48,10 +48,23 @@ async function until(cond, ms) {
   return cond();
 }
 function withDeadline(p, ms) { return Promise.race([p.then(() => true), sleep(ms).then(() => false)]); }
-function fontPx(el) {
-  const s = (el.getAttribute('style') || '') + ';' + (el.getAttribute('font-size') || '');
-  const m = s.match(/font(?:-size)?:[^;]*?([0-9.]+)px/) || s.match(/^;([0-9.]+)/);
-  return m ? parseFloat(m[1]) : null;
+function textSizes(svg) {
+  // Sizes, in the SVG's own units, of its texts. Text drawn as paths (matplotlib's
+  // svg.fonttype 'path') is a group of glyphs scaled by size / 100, one group per text: its
+  // largest scale is the text's size (sub- and superscripts are smaller on purpose). Text kept as
+  // <text> carries its size in its style.
+  const sizes = [];
+  for (const g of svg.querySelectorAll('g[id^="text"]')) {
+    const scales = Array.from(g.querySelectorAll('[transform*="scale("]'))
+      .map(e => e.getAttribute('transform').match(/scale\(([0-9.]+)/))
+      .filter(m => m).map(m => 100 * parseFloat(m[1]));
+    if (scales.length) sizes.push(Math.max(...scales));
+  }
+  for (const t of svg.querySelectorAll('text')) {
+    const m = (t.getAttribute('style') || '').match(/font(?:-size)?:[^;]*?([0-9.]+)px/);
+    if (m) sizes.push(parseFloat(m[1]));
+  }
+  return sizes;
 }
 async function measure(frame, page) {
   const target = new URL(page, location.href).href;
@@ -103,7 +116,7 @@ async function measure(frame, page) {
     if (!svg.getAttribute('viewBox')) continue;
     v.figures += 1;
     const scale = svg.getBoundingClientRect().width / Number(svg.getAttribute('viewBox').split(/[ ,]+/)[2]);
-    const sizes = Array.from(svg.querySelectorAll('text')).map(fontPx).filter(x => x);
+    const sizes = textSizes(svg);
     if (sizes.length && Math.min(...sizes) * scale < MIN_PX)
       v.small_text.push(`inline figure: ${(Math.min(...sizes) * scale).toFixed(1)} px`);
     if (svg.getBoundingClientRect().right > column.right + 1) v.wide_tables.push('inline figure');
@@ -119,7 +132,7 @@ async function measure(frame, page) {
     const root = svg.documentElement;
     const box = (root.getAttribute('viewBox') || '').split(/[ ,]+/).map(Number);
     const scale = shown / (box.length === 4 ? box[2] : parseFloat(root.getAttribute('width')));
-    const sizes = Array.from(svg.querySelectorAll('text')).map(fontPx).filter(x => x);
+    const sizes = textSizes(root);
     if (!sizes.length) continue;
     const smallest = Math.min(...sizes) * scale;
     if (smallest < MIN_PX) v.small_text.push(`${src}: ${smallest.toFixed(1)} px`);
