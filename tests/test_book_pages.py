@@ -56,7 +56,7 @@ function textSizes(svg) {
   const sizes = [];
   for (const g of svg.querySelectorAll('g[id^="text"]')) {
     const scales = Array.from(g.querySelectorAll('[transform*="scale("]'))
-      .map(e => e.getAttribute('transform').match(/scale\(([0-9.]+)/))
+      .map(e => e.getAttribute('transform').match(/scale\\(([0-9.]+)/))
       .filter(m => m).map(m => 100 * parseFloat(m[1]));
     if (scales.length) sizes.push(Math.max(...scales));
   }
