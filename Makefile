@@ -2,6 +2,8 @@
 # `make execute`: run every notebook top to bottom and store its new outputs (after changing code; see README).
 # `make test`: install everything into .venv and run the tests (unit, nbval over every notebook, export check),
 #   then compare the notebooks a second time on PyTorch's portable CPU kernels (see KERNELS).
+# `make lab`: open the book's notebooks in JupyterLab, running on the project's environment (installs JupyterLab
+#   into .venv the first time).
 # `make test-kernels`: only that second comparison; `make test-kernels KERNELS="ATEN_CPU_CAPABILITY=avx2 ..."`
 #   runs it on another kernel path.
 PYTHON ?= python3
@@ -17,7 +19,7 @@ export TRANSFORMER_DATA := $(abspath ../shared/data)
 endif
 endif
 
-.PHONY: install book execute test test-kernels export check-export benchmark result mutation clean
+.PHONY: install lab book execute test test-kernels export check-export benchmark result mutation clean
 
 # nbval over the notebooks with the tiny profile: every stored output is compared, except cells tagged
 # nbval-ignore-output (each names its reason), after the substitutions in tools/nbval_sanitize.cfg.
@@ -39,6 +41,16 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
+
+LAB_STAMP := $(VENV)/.lab-installed
+$(LAB_STAMP): $(STAMP)
+	$(PIP) install -q -c constraints.txt -e '.[lab]'
+	touch $(LAB_STAMP)
+
+# e.g. LAB_ARGS="--no-browser --port 8890", or --allow-root inside a container that runs as root
+LAB_ARGS ?=
+lab: $(LAB_STAMP)
+	$(VENV)/bin/jupyter lab book/ $(LAB_ARGS)
 
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build -W -n --keep-going .

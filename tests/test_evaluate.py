@@ -163,13 +163,16 @@ def test_averaging_sums_in_double_precision_and_names_the_odd_file(tmp_path):
 def test_the_evaluation_command_s_defaults_and_help(finished_run, monkeypatch, capsys):
     run, root, calls = finished_run
     got = {}
+    result = {"hypotheses": [], "sacrebleu": 1.0, "sacrebleu_lowercase": 1.0, "sentences": 0, "split": "test",
+              "beam_size": 4, "checkpoints": []}
     monkeypatch.setattr("transformer.evaluate.evaluate_run",
-                        lambda *args, **kw: got.update(args=args, kw=kw) or {"hypotheses": []})
-    for cuda, device in ((False, "cpu"), (True, "cuda")):
+                        lambda *args, **kw: got.update(args=args, kw=kw) or result)
+    for cuda, device in ((False, "cpu"), (True, "cuda:0")):
         monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
         main([str(run)])
         # run_dir, split, average, beam, alpha, data_dir
-        assert got["args"] == (str(run), "test", None, 4, 0.6, None) and got["kw"] == {"device": device}
+        assert got["args"] == (str(run), "test", None, 4, 0.6, None)
+        assert got["kw"] == {"device": torch.device(device), "src": None, "ref": None}
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["--help"])
@@ -177,8 +180,8 @@ def test_the_evaluation_command_s_defaults_and_help(finished_run, monkeypatch, c
     assert usage.startswith("usage: python -m transformer.evaluate ")
     assert "Checkpoint averaging, translation of raw text, sacreBLEU and tokenised BLEU" in usage
     assert "--average AVERAGE average the last N checkpoints (default: the profile's) --beam BEAM beam size " \
-           "(1: greedy) --alpha" in usage
-    assert "--hyps HYPS write the translations to this file" in usage and usage.endswith("this file")
+           "(1: greedy; default 4) --alpha" in usage
+    assert "--hyps HYPS write the translations to this file" in usage and "examples:" in usage
 
 
 def test_evaluate_run_times_the_translation(finished_run):

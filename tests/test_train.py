@@ -120,7 +120,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(straight, tmp_
     (out / "checkpoints" / "step_9999999.pt").write_bytes(b"not a checkpoint")
     messages = []
     ckpt, path = load_latest_checkpoint(out, messages.append)
-    assert path == newest and ckpt["step"] == 24 and "cannot read" in messages[0]
+    assert path == newest and ckpt["step"] == 24 and "cannot be read" in messages[0]
 
 
 def test_only_the_last_checkpoints_are_kept(straight):

@@ -9,12 +9,18 @@ chapter of the same section in book/ by tools/export_package.py; edit the notebo
     logits = model(src, tgt_in)          # [B, S], [B, T] token ids -> [B, T, V]
     out = beam_search(model, src, bos_id, eos_id)   # or greedy_decode: token ids [B, L]
 
-Training and evaluation are command lines (and modules): `python -m transformer.train --profile NAME`,
-`python -m transformer.evaluate RUN_DIR`, and the Table 3 sweep `python -m transformer.variations`. They
-are not imported here, so that `-m` runs them cleanly. Also by module: transformer.parsing (section 6.3:
+    from transformer import Translator    # a trained model, text in and text out
+    Translator.from_run().translate("Two dogs play in the snow.")   # the shipped Multi30k model
+
+Training, evaluation and translation are command lines (and modules): `python -m transformer.train
+--profile NAME`, `python -m transformer.evaluate RUN_DIR`, `python -m transformer.translate [RUN_DIR]`,
+and the Table 3 sweep `python -m transformer.variations`. They are not imported here, so that `-m`
+runs them cleanly (Translator is loaded on first use). Also by module: transformer.parsing (section 6.3:
 trees as sequences, evalb-style F1), transformer.vision (the encoder on image patches) and
 transformer.paper (the paper's reported numbers, typed in once).
 """
+from importlib.metadata import PackageNotFoundError, version
+
 from transformer.data import Vocab
 from transformer.decode import beam_search, greedy_decode
 from transformer.loss import label_smoothed_nll
@@ -26,8 +32,22 @@ from transformer.layers import Decoder, DecoderLayer, Encoder, EncoderLayer, Sub
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
 
+try:
+    __version__ = version("transformer")
+except PackageNotFoundError:        # imported from a source tree that was never installed
+    __version__ = "unknown"
+
+
+def __getattr__(name):
+    # transformer.translate is also a command (-m): importing it here would run it twice
+    if name == "Translator":
+        from transformer.translate import Translator
+        return Translator
+    raise AttributeError(f"module 'transformer' has no attribute {name!r}")
+
+
 __all__ = [
-    "Transformer", "TransformerConfig", "PRESETS",
+    "Translator", "Transformer", "TransformerConfig", "PRESETS",
     "attention", "MultiHeadAttention", "padding_mask", "causal_mask", "decoder_mask", "CAUSAL",
     "SublayerConnection", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder",
     "PositionwiseFeedForward", "Embeddings", "OutputProjection", "tie_weights",

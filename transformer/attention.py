@@ -138,6 +138,10 @@ class MultiHeadAttention(nn.Module):
         return q, k, v
 
     def forward(self, x_q, x_kv, mask=None, cache=None):
+        """Queries from x_q [B, T, d_model] attend to keys and values from x_kv [B, S,
+        d_model]; mask: a boolean [B, 1 or T, S] (True = may attend), CAUSAL, or None;
+        cache: a dict of earlier steps' keys and values (decoding). Returns [B, T,
+        d_model]."""
         q, k, v = self.project(x_q, x_kv, cache)
         empty, is_causal = None, isinstance(mask, str)
         # CAUSAL: the kernel applies the pattern; every query sees key 0, so no row is

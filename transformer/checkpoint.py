@@ -5,10 +5,12 @@ section 5.2)."""
 
 __all__ = [
     "CheckpointError", "atomic_save", "checkpoint_file", "checkpoint_paths", "save_checkpoint",
-    "load_checkpoint", "load_latest_checkpoint", "capture_rng", "restore_rng", "save_state",
-    "check_same_model",
+    "UnreadableCheckpoint", "load_checkpoint", "load_latest_checkpoint", "capture_rng",
+    "restore_rng", "save_state", "check_same_model", "RunInUse", "RUN_FILES", "run_folder",
+    "run_lock",
 ]
 
+import contextlib
 import os
 import pickle
 import random
@@ -54,11 +56,28 @@ def save_checkpoint(out_dir, step, state, keep):
         old.unlink()
 
 
+class UnreadableCheckpoint(CheckpointError):
+    """A checkpoint file that cannot be read: cut short, overwritten, or not a
+    checkpoint at all."""
+
+
+def _reason(err):
+    """The useful line of PyTorch's message about a damaged file (its advice to load
+    with weights_only=False is wrong for one)."""
+    text = str(err)
+    if "WeightsUnpickler error:" in text:
+        return text.split("WeightsUnpickler error:", 1)[1].strip().splitlines()[0]
+    return text.split(". ", 1)[0].strip() or type(err).__name__
+
+
 def load_checkpoint(path, map_location="cpu"):
     """A checkpoint's contents, loaded with weights_only=True: no code from the file
-    ever runs."""
+    ever runs. A file that would run code raises CheckpointError; a damaged one
+    UnreadableCheckpoint; both name the file."""
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
+    except FileNotFoundError:
+        raise
     except pickle.UnpicklingError as err:
         # an object to construct, not a damaged file
         if "Unsupported global" in str(err):
@@ -67,21 +86,35 @@ def load_checkpoint(path, map_location="cpu"):
                 f"({str(err).splitlines()[0]}...). It is refused because unpickling "
                 f"them could run code. If you trust where it comes from, "
                 f"torch.load(path, weights_only=False) opens it.") from None
-        raise
+        reason = _reason(err)
+    except Exception as err:         # zip, EOF, key errors: all mean a damaged file
+        reason = _reason(err)
+    raise UnreadableCheckpoint(f"{path} cannot be read: it is damaged or not a "
+                               f"checkpoint ({reason})")
 
 
-def load_latest_checkpoint(out_dir, log=print):
+def load_latest_checkpoint(out_dir, log=print, start_over=False):
     """The newest readable checkpoint of a run (a damaged newest file falls back to the
-    one before)."""
-    for path in reversed(checkpoint_paths(out_dir)):
+    one before), or (None, None) for a run without checkpoints.
+
+    When checkpoints exist and none can be read, the run is not restarted behind the
+    user's back: that raises UnreadableCheckpoint, unless start_over, which sets the
+    unreadable files aside (renamed *.unreadable, nothing deleted) and starts again."""
+    paths = checkpoint_paths(out_dir)
+    for path in reversed(paths):
         try:
             return load_checkpoint(path), path
-        except CheckpointError:
-            raise
-        except Exception as err:
+        except UnreadableCheckpoint as err:
             # a damaged file (disk full, copied half-way): say so, use an older one
-            log(f"warning: cannot read {path} ({type(err).__name__}: {err}); "
-                f"trying an older checkpoint")
+            log(f"warning: {err}; trying an older checkpoint")
+    if paths and not start_over:
+        raise UnreadableCheckpoint(
+            f"none of the {len(paths)} checkpoints in {paths[0].parent} can be read "
+            f"({', '.join(p.name for p in paths)}); nothing was changed. Restore them "
+            f"from a copy, or train this run again from step 0 with --start-over "
+            f"(the unreadable files are kept as *.unreadable)")
+    for path in paths:
+        path.rename(path.with_name(path.name + ".unreadable"))
     return None, None
 
 
@@ -121,9 +154,9 @@ def save_state(out_dir, step, model, optimizer, scheduler, stream_state, elapsed
                     keep=max(profile.keep_last, profile.average_last))
 
 
-def check_same_model(ckpt, cfg, path):
-    """A resumed run must build the model its checkpoint holds: say which settings
-    differ."""
+def check_same_model(ckpt, cfg, vocab, path):
+    """A resumed run must build the model its checkpoint holds, with the vocabulary it
+    was trained with: say what differs."""
     saved, wanted = ckpt["model_config"], asdict(cfg)
     changed = [f"{k}: {saved.get(k)!r} -> {wanted[k]!r}"
                for k in wanted if saved.get(k) != wanted[k]]
@@ -131,3 +164,70 @@ def check_same_model(ckpt, cfg, path):
         raise ValueError(f"{path} holds a model with other settings "
                          f"({'; '.join(changed)}); "
                          f"train into a new --out folder instead")
+    if ckpt["vocab"] != vocab.proto:
+        raise ValueError(f"{Path(path).parent.parent / 'vocab.model'} is not the "
+                         f"vocabulary {path} was trained with (was it replaced?); "
+                         f"restore the run's own vocab.model")
+
+
+class RunInUse(RuntimeError):
+    """Another process is training into the same run folder."""
+
+
+RUN_FILES = ("data.json", "data.pt", "vocab.model", "profile.json", "checkpoints")
+
+
+@contextlib.contextmanager
+def run_folder(out_dir, main=True):
+    """Claim out_dir for one training process: create it, refuse a folder that holds
+    other things than a run, and lock it so that a second training into the same
+    folder stops instead of interleaving its logs and checkpoints. The lock goes with
+    the process (a killed run leaves none behind)."""
+    out_dir = Path(out_dir)
+    if not main:
+        yield out_dir
+        return
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--out {out_dir}: cannot make a run folder there "
+                         f"({err.strerror})") from None
+    others = [p.name for p in out_dir.iterdir()
+              if p.name not in RUN_FILES and not p.name.startswith(".")]
+    if others and not any((out_dir / name).exists() for name in RUN_FILES):
+        raise ValueError(f"--out {out_dir} is not a training run (it holds "
+                         f"{', '.join(sorted(others)[:3])}...); choose a new folder")
+    with run_lock(out_dir):
+        yield out_dir
+
+
+@contextlib.contextmanager
+def run_lock(out_dir):
+    """An exclusive lock on out_dir/.lock, held while the block runs."""
+    path = Path(out_dir) / ".lock"
+    try:
+        handle = open(path, "a+")
+    except OSError as err:
+        raise ValueError(f"--out {out_dir}: cannot write there "
+                         f"({err.strerror})") from None
+    try:
+        try:
+            import fcntl
+        except ImportError:          # Windows: no lock, as before
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                raise RunInUse(
+                    f"{out_dir} is in use by another training (process "
+                    f"{handle.read().strip() or '?'}); wait for it to end, or train "
+                    f"into another --out folder") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()

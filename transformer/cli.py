@@ -4,20 +4,27 @@
 5.2)."""
 
 __all__ = [
-    "parse_overrides", "main",
+    "parse_overrides", "EXAMPLES", "main",
 ]
 
 import argparse
 import ast
 import json
+import os
+import shlex
+import signal
+import sys
 import types
 import typing
+from pathlib import Path
 
 import torch.distributed as dist
 
-from transformer.distributed import Runtime, prepare_data
+from transformer.checkpoint import CheckpointError, RunInUse, run_folder
+from transformer.distributed import Runtime, prepare_data, resolve_device
 from transformer.model import TransformerConfig
-from transformer.train import PROFILES, Profile, get_profile, train
+from transformer.train import (PROFILES, Profile, get_profile, resume_command,
+                               train)
 
 
 def _literal(text):
@@ -80,17 +87,31 @@ def parse_overrides(items, profile):
     return changes
 
 
+EXAMPLES = """examples:
+  python -m transformer.train --profile multi30k-cpu --out runs/m30k
+  python -m transformer.train --profile tiny --out runs/t --set model.P_drop=0.2
+  torchrun --nproc_per_node 8 -m transformer.train --profile wmt14-base --out runs/base
+
+Running the same command again resumes the run from its newest checkpoint. Ctrl-C (or
+SIGTERM) stops after the current step and saves it."""
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m transformer.train",
-                                     description=__doc__)
-    parser.add_argument("--profile", required=True, choices=sorted(PROFILES),
-                        help="the setup to run, by name")
+    profiles = "\n".join(f"  {name:<14} {p.description}"
+                         for name, p in PROFILES.items())
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.train", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"profiles:\n{profiles}\n\n{EXAMPLES}")
+    parser.add_argument("--profile", required=True, choices=list(PROFILES),
+                        metavar="NAME", help="the setup to run (listed below)")
     parser.add_argument("--out",
                         help="run folder (checkpoints, logs); default runs/PROFILE")
     parser.add_argument("--data-dir",
                         help="corpus cache directory (default $TRANSFORMER_DATA)")
-    parser.add_argument("--max-steps", type=int)
-    parser.add_argument("--max-minutes", type=float)
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--max-minutes", type=float,
+                        help="stop when this much training time is used")
     parser.add_argument("--compile", action="store_true",
                         help="torch.compile the model and the loss")
     parser.add_argument("--no-amp", action="store_true",
@@ -99,31 +120,57 @@ def main(argv=None):
                                          "(default: the local GPU if any)")
     parser.add_argument("--prepare-only", action="store_true",
                         help="prepare the data (vocabulary, encoding), then stop")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--start-over", action="store_true",
+                        help="when no checkpoint of the run can be read, train it "
+                             "again from step 0 (the unreadable files are kept)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (log lines only)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="override profile fields")
+                        help="override profile fields, e.g. max_steps=50 "
+                             "model.P_drop=0.2")
     args = parser.parse_args(argv)
     profile = get_profile(args.profile)
-    try:
-        changes = parse_overrides(args.set, profile)
-    except ValueError as err:
-        parser.error(str(err))
     for key, value in (("max_steps", args.max_steps),
                        ("max_minutes", args.max_minutes)):
         if value is not None:
-            changes[key] = value
+            args.set.append(f"{key}={value!r}")
     if args.compile:
-        changes["compile"] = True
+        args.set.append("compile=True")
     if args.no_amp:
-        changes["amp"] = False
-    profile = profile.replace(**changes)
-    out = args.out or f"runs/{profile.name}"
-    if args.prepare_only:
-        prepare_data(profile, out, Runtime(), args.data_dir)
-        print(f"data of {profile.name} ready in {out}")
-        return
-    summary = train(profile, out, args.data_dir, not args.no_progress, args.device)
-    if summary:
-        print(json.dumps(summary, indent=1))
+        args.set.append("amp=False")
+    # every setting, and the folder, is checked before any data is prepared (the folder
+    # by the first process only: it alone writes there)
+    main_process = int(os.environ.get("RANK", "0")) == 0
+    try:
+        profile = profile.replace(**parse_overrides(args.set, profile))
+        resolve_device(args.device)
+        out = Path(args.out or f"runs/{profile.name}")
+        with run_folder(out, main_process):
+            pass
+    except (ValueError, RunInUse) as err:
+        parser.error(str(err))
+    try:
+        if args.prepare_only:
+            with run_folder(out, main_process):
+                prepare_data(profile, out, Runtime(), args.data_dir)
+            print(f"data of {profile.name} ready in {out}")
+            return
+        summary = train(profile, out, args.data_dir, not args.no_progress, args.device,
+                        start_over=args.start_over)
+    except (CheckpointError, RunInUse, ValueError, FileNotFoundError) as err:
+        sys.exit(f"error: {err}")
     if dist.is_initialized():
         dist.destroy_process_group()
+    if not summary:
+        return
+    print(json.dumps(summary, indent=1))
+    dev = (f", dev perplexity {summary['dev_ppl']:.2f}" if summary["dev_ppl"]
+           else "")
+    print(f"{profile.name}: {summary['steps']} steps ({summary['epochs']:.1f} epochs) "
+          f"in {summary['train_minutes']:.1f} min{dev}", file=sys.stderr)
+    if summary["stopped_by"]:
+        print(f"stopped by {summary['stopped_by']}; to resume, run: "
+              f"{resume_command(profile, out)}", file=sys.stderr)
+        sys.exit(128 + signal.Signals[summary["stopped_by"]].value)
+    print(f"next: python -m transformer.evaluate {shlex.quote(str(out))}",
+          file=sys.stderr)

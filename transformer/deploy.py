@@ -4,15 +4,17 @@
 chapter 6.1)."""
 
 __all__ = [
-    "refuse_unconvertible", "ctranslate2_spec", "export_ctranslate2", "CTranslate2Model", "main",
+    "refuse_unconvertible", "ctranslate2_spec", "export_ctranslate2", "EXPORT_FILES",
+    "check_export_folder", "CTranslate2Model", "main",
 ]
 
 import argparse
 import json
 from pathlib import Path
 
+from transformer.checkpoint import CheckpointError
 from transformer.data import Vocab
-from transformer.evaluate import length_batches, load_model, run_profile
+from transformer.evaluate import length_batches, load_model, positive_int
 
 
 def refuse_unconvertible(cfg):
@@ -98,9 +100,12 @@ def ctranslate2_spec(model, vocab):
     return spec
 
 
-def export_ctranslate2(run_dir, out_dir, average_last=1, quantization=None):
+def export_ctranslate2(run_dir, out_dir, average_last=None, quantization=None):
     """Write a CTranslate2 model of run_dir's last `average_last` checkpoints
-    (averaged), or of a model file written by evaluate.save_model, into out_dir."""
+    (averaged; by default as many as its profile averages), or of a model file written
+    by evaluate.save_model, into out_dir: a new or empty folder, or an earlier
+    export."""
+    check_export_folder(out_dir)
     model, vocab, used = load_model(run_dir, average_last)
     spec = ctranslate2_spec(model, vocab)
     spec.validate()
@@ -114,6 +119,27 @@ def export_ctranslate2(run_dir, out_dir, average_last=1, quantization=None):
     (out_dir / "positions.json").write_text(
         json.dumps({"max_len": model.cfg.max_len}) + "\n")
     return used
+
+
+EXPORT_FILES = ("model.bin", "positions.json", "vocab.model", "config.json",
+                "shared_vocabulary.json", "source_vocabulary.json",
+                "target_vocabulary.json")
+
+
+def check_export_folder(out_dir):
+    """Refuse to write into a folder that holds anything but an earlier export (a run
+    folder's vocab.model, say, must never be replaced)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"{out_dir} is a file; give a folder to write the model into")
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return
+    ours = (out_dir / "model.bin").exists() and (out_dir / "positions.json").exists()
+    others = [p.name for p in out_dir.iterdir() if p.name not in EXPORT_FILES]
+    if not ours or others:
+        held = ", ".join(sorted(others or ["other files"])[:3])
+        raise ValueError(f"{out_dir} is not a CTranslate2 export of this tool (it "
+                         f"holds {held}); give a new or empty folder")
 
 
 class CTranslate2Model:
@@ -153,6 +179,9 @@ class CTranslate2Model:
         """Raw sentences -> raw translations, batched by length as evaluate.translate
         does. The engine normalises by length ** alpha, not by the paper's
         ((5 + length) / 6) ** alpha."""
+        if isinstance(sentences, str):     # one sentence, not a list of characters
+            return self.translate([sentences], beam_size, alpha, max_extra,
+                                  batch_tokens)[0]
         ids = self.vocab.encode(list(sentences))
         for i, s in enumerate(ids):
             if len(s) + 1 >= self.max_len:
@@ -169,13 +198,14 @@ class CTranslate2Model:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
+        prog="python -m transformer.deploy",
         description="Convert a training run (its averaged last checkpoints and "
                     "sentencepiece vocabulary) into a CTranslate2 model folder.")
     parser.add_argument("run", help="a training run folder (with checkpoints/), or a "
                                     "model file written by transformer.evaluate."
                                     "save_model (results/multi30k-cpu/model.pt)")
     parser.add_argument("out", help="the folder to write the CTranslate2 model into")
-    parser.add_argument("--average-last", type=int, default=None,
+    parser.add_argument("--average", type=positive_int, default=None,
                         help="checkpoints to average "
                              "(default: the run's profile's average_last, else 1)")
     parser.add_argument("--quantization",
@@ -185,12 +215,10 @@ def main(argv=None):
     run = Path(args.run)
     if not (run.is_dir() or run.is_file()):
         parser.error(f"no run folder or model file {run}")
-    k = (run_profile(run).get("average_last", 1) if args.average_last is None
-         else args.average_last)
     try:
-        used = export_ctranslate2(run, args.out, k, args.quantization)
-    except (FileNotFoundError, ValueError) as err:
-        parser.error(str(err))
+        used = export_ctranslate2(run, args.out, args.average, args.quantization)
+    except (CheckpointError, FileNotFoundError, ValueError) as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
     print(f"wrote {args.out}: the average of {', '.join(used)}")
 
 

@@ -5,11 +5,13 @@ group, and data prepared once for all processes (paper section 5.2)."""
 
 __all__ = [
     "Runtime", "resolve_device", "runtime_from_env", "DIST_TIMEOUT", "init_distributed", "barrier",
-    "stop_now", "DATA_FIELDS", "data_manifest", "check_run_data", "prepare_data",
+    "stop_now", "StopRequest", "DATA_FIELDS", "data_manifest", "check_run_data", "prepare_data",
 ]
 
 import json
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +91,34 @@ def stop_now(rt, local_decision):
     flag = torch.tensor([float(local_decision)], device=rt.device)
     dist.broadcast(flag, 0)
     return bool(flag.item())
+
+
+class StopRequest:
+    """Ctrl-C (SIGINT) and a scheduler's notice (SIGTERM) ask the loop to stop after the
+    step it is in, so that the step is saved; a second Ctrl-C interrupts at once, and
+    so does the first one before the loop starts (data preparation loses nothing).
+    `signal` is the name of the signal received, or None."""
+
+    def __init__(self):
+        self.signal, self.previous, self.looping = None, {}, False
+
+    def __enter__(self):
+        # handlers can only be set from the main thread; elsewhere signals act as usual
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self.handle)
+        return self
+
+    def handle(self, signum, frame):
+        if not self.looping or self.signal is not None:
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise SystemExit(128 + signum)
+        self.signal = signal.Signals(signum).name
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
 
 
 # The fields that decide the prepared data (vocab.model, data.pt): a run folder keeps

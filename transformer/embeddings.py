@@ -43,6 +43,8 @@ class Embeddings(nn.Module):
         self.vocab_size, self.scale = vocab_size, math.sqrt(d_model)
 
     def forward(self, ids, validate=True):
+        """Token ids [B, L] -> their vectors times sqrt(d_model), [B, L, d_model] (ids
+        outside the vocabulary are an error unless validate=False)."""
         if validate:
             check_ids(ids, self.vocab_size)
         return self.lut(ids) * self.scale
@@ -60,6 +62,8 @@ class OutputProjection(nn.Module):
         nn.init.normal_(self.proj.weight, mean=0.0, std=d_model ** -0.5)
 
     def forward(self, x):
+        """Decoder states [B, T, d_model] -> logits over the vocabulary [B, T, V] (no
+        softmax)."""
         return self.proj(x)
 
 

@@ -6,12 +6,15 @@
 __all__ = [
     "average_checkpoints", "run_profile", "MODEL_FORMAT", "save_model", "load_model",
     "length_batches", "translate", "check_parallel", "sacre_bleu", "split_compounds",
-    "tokenized_bleu", "attention_maps", "evaluate_run", "main",
+    "tokenized_bleu", "attention_maps", "positive_int", "read_lines", "check_writable",
+    "evaluate_run", "EXAMPLES", "main",
 ]
 
 import argparse
 import json
+import os
 import re
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -20,11 +23,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from transformer.checkpoint import (CheckpointError, atomic_save, checkpoint_paths,
-                                    load_checkpoint)
-from transformer.corpora import load_split
+from transformer.checkpoint import (CheckpointError, UnreadableCheckpoint, atomic_save,
+                                    checkpoint_paths, load_checkpoint)
+from transformer.corpora import load_split, split_paths
 from transformer.data import BOS, EOS, PAD, Vocab
 from transformer.decode import beam_search, greedy_decode
+from transformer.distributed import resolve_device
 from transformer.model import Transformer, TransformerConfig
 
 
@@ -79,18 +83,21 @@ def save_model(model, vocab, path, dtype=torch.float16):
                  "vocab": vocab.proto, "model": state}, path)
 
 
-def load_model(run_dir, average_last=1, device="cpu"):
-    """The model of a training run, averaged over its last `average_last` checkpoints,
-    and its vocabulary; or, given a file written by save_model, that model (and
-    [its name]). Returns (model in eval mode, vocab, names of the files used)."""
+def load_model(run_dir, average_last=None, device="cpu"):
+    """The model of a training run, averaged over its last `average_last` checkpoints
+    (by default as many as its profile averages, as `evaluate` does), and its
+    vocabulary; or, given a file written by save_model, that model (and [its name]).
+    Returns (model in eval mode, vocab, names of the files used)."""
+    if average_last is not None and (isinstance(average_last, bool)
+                                     or not isinstance(average_last, int)
+                                     or average_last < 1):
+        raise ValueError(f"average_last must be at least 1, got {average_last!r}")
     if Path(run_dir).is_file():
         try:
             saved = load_checkpoint(run_dir)
-        except CheckpointError:      # a file that would run code: refused, loudly
-            raise
-        except Exception as err:     # not a torch file at all
+        except UnreadableCheckpoint as err:      # not a torch file, or a damaged one
             raise ValueError(f"{run_dir} is not a model written by save_model "
-                             f"({type(err).__name__})") from None
+                             f"({err})") from None
         if not isinstance(saved, dict) or saved.get("format") != MODEL_FORMAT:
             raise ValueError(f"{run_dir} is not a model written by save_model "
                              f"(no format {MODEL_FORMAT!r})")
@@ -104,6 +111,7 @@ def load_model(run_dir, average_last=1, device="cpu"):
         raise FileNotFoundError(f"no checkpoints in {Path(run_dir) / 'checkpoints'}; "
                                 f"train first (python -m transformer.train "
                                 f"--profile NAME --out {run_dir})")
+    average_last = average_last or run_profile(run_dir).get("average_last", 1)
     if len(paths) < average_last:
         raise ValueError(f"{run_dir} has {len(paths)} checkpoints, "
                          f"cannot average the last {average_last}")
@@ -138,8 +146,12 @@ def translate(model, vocab, sentences, beam_size=4, alpha=0.6, max_extra=50,
     decoding).
 
     A batch holds as many sentences as fit (sentences x beam x longest possible output)
-    <= batch_tokens.
+    <= batch_tokens. A single string is translated as one sentence, and returned as a
+    string.
     """
+    if isinstance(sentences, str):
+        return translate(model, vocab, [sentences], beam_size, alpha, max_extra,
+                         batch_tokens, progress=False)[0]
     device = next(model.parameters()).device
     ids = [s + [EOS] for s in vocab.encode(list(sentences))]
     for i, s in enumerate(ids):
@@ -227,22 +239,70 @@ def attention_maps(model, src, tgt_in):
             handle.remove()
 
 
+def positive_int(text):
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, "
+                                         f"got {text!r}")
+    return value
+
+
+def read_lines(path):
+    """The lines of a text file (a translation input or reference), without their
+    newlines."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from None
+
+
+def check_writable(path):
+    """Refuse an output file that cannot be written, before any long work."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists()
+                                          and not os.access(path, os.W_OK)):
+        raise ValueError(f"cannot write {path}: permission denied")
+
+
 def evaluate_run(run_dir, split="test", average_last=None, beam_size=4, alpha=0.6,
-                 data_root=None, max_sentences=None, progress=True, device="cpu"):
-    """Translate `split` of the run's corpus and score it. Returns a dict of metrics
-    and the translations."""
-    profile = json.loads((Path(run_dir) / "profile.json").read_text())
-    average_last = average_last or profile["average_last"]
+                 data_root=None, max_sentences=None, progress=True, device="cpu",
+                 src=None, ref=None):
+    """Translate `split` of the run's corpus (or the line-aligned files src and ref)
+    and score it. Returns a dict of metrics and the translations."""
+    if (src is None) != (ref is None):
+        raise ValueError("give both a source file and a reference file, or neither")
+    if src is not None:
+        sources, refs = read_lines(src), read_lines(ref)
+        if len(sources) != len(refs):
+            raise ValueError(f"{src} has {len(sources)} lines but {ref} has "
+                             f"{len(refs)}: they must be line-aligned")
+        corpus, split = None, str(src)
+    else:
+        corpus = run_profile(run_dir).get("corpus")
+        if corpus is None:
+            raise ValueError(f"{run_dir} has no profile.json naming its corpus; "
+                             f"give --src and --ref files to score it on")
+        split_paths(corpus, split, data_root)       # refuses an unknown split now
+        pairs = load_split(corpus, split, data_root)
+        sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+    sources, refs = sources[:max_sentences], refs[:max_sentences]
     model, vocab, used = load_model(run_dir, average_last, device)
-    pairs = load_split(profile["corpus"], split, data_root)[:max_sentences]
-    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     t0 = time.time()
     hyps = translate(model, vocab, sources, beam_size, alpha, progress=progress)
     seconds = time.time() - t0
     bleu, signature = sacre_bleu(hyps, refs)
     bleu_lc, signature_lc = sacre_bleu(hyps, refs, lowercase=True)
     tok_bleu, tok_desc = tokenized_bleu(hyps, refs)
-    return {"corpus": profile["corpus"], "split": split, "sentences": len(refs),
+    return {"corpus": corpus, "split": split, "sentences": len(refs),
             "checkpoints": used, "beam_size": beam_size, "alpha": alpha,
             "sacrebleu": round(bleu, 2), "sacrebleu_signature": signature,
             "sacrebleu_lowercase": round(bleu_lc, 2),
@@ -252,28 +312,60 @@ def evaluate_run(run_dir, split="test", average_last=None, beam_size=4, alpha=0.
             "references": refs, "hypotheses": hyps}
 
 
+EXAMPLES = """examples:
+  python -m transformer.evaluate runs/m30k                      # test split, beam 4
+  python -m transformer.evaluate runs/m30k --split dev --beam 1 --hyps dev.de
+  python -m transformer.evaluate results/multi30k-cpu/model.pt --src in.en --ref ref.de
+
+The metrics are printed as JSON on standard output, a summary on standard error."""
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m transformer.evaluate",
-                                     description=__doc__)
-    parser.add_argument("run_dir")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--average", type=int,
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.evaluate", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
+    parser.add_argument("run_dir", help="a training run folder, or a model file "
+                                        "written by save_model")
+    parser.add_argument("--split", default="test",
+                        help="the split of the run's corpus to score (default test)")
+    parser.add_argument("--src", help="score on this source file instead of a split "
+                                      "(one sentence a line; needs --ref)")
+    parser.add_argument("--ref", help="the reference translations of --src")
+    parser.add_argument("--average", type=positive_int,
                         help="average the last N checkpoints (default: the profile's)")
-    parser.add_argument("--beam", type=int, default=4, help="beam size (1: greedy)")
-    parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--data-dir")
-    parser.add_argument("--device",
-                        default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--beam", type=positive_int, default=4,
+                        help="beam size (1: greedy; default 4)")
+    parser.add_argument("--alpha", type=float, default=0.6,
+                        help="length penalty exponent (default 0.6)")
+    parser.add_argument("--data-dir",
+                        help="corpus cache directory (default $TRANSFORMER_DATA)")
+    parser.add_argument("--device", default=None,
+                        help="cpu, cuda or cuda:N (default: a GPU if there is one)")
     parser.add_argument("--hyps", help="write the translations to this file")
     args = parser.parse_args(argv)
-    result = evaluate_run(args.run_dir, args.split, args.average, args.beam, args.alpha,
-                          args.data_dir, device=args.device)
+    if not Path(args.run_dir).exists():
+        parser.error(f"no run folder or model file {args.run_dir}")
+    try:
+        device = resolve_device(args.device)
+        if args.hyps:
+            check_writable(args.hyps)
+        result = evaluate_run(args.run_dir, args.split, args.average, args.beam,
+                              args.alpha, args.data_dir, device=device,
+                              src=args.src, ref=args.ref)
+    except (CheckpointError, ValueError, FileNotFoundError) as err:
+        # the request, not its spelling, is wrong: the error alone, without the usage
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
     if args.hyps:
         Path(args.hyps).write_text("\n".join(result["hypotheses"]) + "\n",
                                    encoding="utf-8")
     print(json.dumps({k: v for k, v in result.items()
                       if k not in ("sources", "references", "hypotheses")},
                      indent=1))
+    print(f"BLEU {result['sacrebleu']:.1f} (sacreBLEU, cased; "
+          f"{result['sacrebleu_lowercase']:.1f} lowercased) on {result['sentences']} "
+          f"sentences of {result['split']}, beam {result['beam_size']}, averaging "
+          f"{len(result['checkpoints'])} checkpoint(s)"
+          + (f"; translations in {args.hyps}" if args.hyps else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

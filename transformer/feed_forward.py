@@ -19,4 +19,6 @@ class PositionwiseFeedForward(nn.Module):
         self.w_2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x):
+        """max(0, x W1 + b1) W2 + b2 at every position: [B, L, d_model] -> [B, L,
+        d_model]."""
         return self.w_2(torch.relu(self.w_1(x)))

@@ -24,6 +24,8 @@ class SublayerConnection(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x, sublayer):
+        """LayerNorm(x + Dropout(sublayer(x))) (post-norm, the paper's), or x +
+        Dropout(sublayer(LayerNorm(x))) with norm_first."""
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))
@@ -41,6 +43,8 @@ class EncoderLayer(nn.Module):
             SublayerConnection(d_model, P_drop, norm_first, eps) for _ in range(2))
 
     def forward(self, x, mask):
+        """Self-attention, then the feed-forward network, each in its residual
+        connection: [B, S, d_model] -> [B, S, d_model]; mask: [B, 1, S] padding mask."""
         x = self.sublayers[0](x, lambda x: self.self_attn(x, x, mask))
         return self.sublayers[1](x, self.feed_forward)
 
@@ -57,6 +61,9 @@ class DecoderLayer(nn.Module):
             SublayerConnection(d_model, P_drop, norm_first, eps) for _ in range(3))
 
     def forward(self, y, memory, src_mask, tgt_mask, cache=None):
+        """Masked self-attention over y [B, T, d_model], attention over the encoder's
+        memory [B, S, d_model], then the feed-forward network. Returns [B, T,
+        d_model]."""
         # cache: this layer's keys and values from earlier decoding steps
         # (see MultiHeadAttention)
         self_cache, cross_cache = (None, None) if cache is None else (
@@ -78,6 +85,8 @@ class Encoder(nn.Module):
         self.norm = norm if norm is not None else nn.Identity()
 
     def forward(self, x, mask):
+        """N encoder layers, then the final LayerNorm: [B, S, d_model] -> [B, S,
+        d_model]."""
         for layer in self.layers:
             x = layer(x, mask)
         return self.norm(x)
@@ -92,6 +101,8 @@ class Decoder(nn.Module):
         self.norm = norm if norm is not None else nn.Identity()
 
     def forward(self, y, memory, src_mask, tgt_mask, cache=None):
+        """N decoder layers over y [B, T, d_model] with the encoder's memory, then the
+        final LayerNorm. Returns [B, T, d_model]."""
         for i, layer in enumerate(self.layers):
             y = layer(y, memory, src_mask, tgt_mask,
                       None if cache is None else cache.setdefault(i, {}))

@@ -246,6 +246,8 @@ class Transformer(nn.Module):
         return self.decoder(y, memory, src_mask, tgt_mask, cache)
 
     def forward(self, src, tgt_in):
+        """Source ids [B, S] and the target shifted right [B, T] (padding id cfg.pad_id)
+        -> logits [B, T, V] for the next target token at every position (no softmax)."""
         check_batch(src, "src")
         check_batch(tgt_in, "tgt_in")
         if src.size(0) != tgt_in.size(0):

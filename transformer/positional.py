@@ -44,6 +44,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
 
     def forward(self, x, start=0):
+        """Add the sinusoids of positions start .. start + L - 1 to x [B, L,
+        d_model]."""
         check_length(x.size(1), start, self.max_len)
         return x + self.pe[start:start + x.size(1)].to(x.dtype)
 
@@ -59,6 +61,8 @@ class LearnedPositionalEmbedding(nn.Module):
         nn.init.normal_(self.table.weight, mean=0.0, std=d_model ** -0.5)
 
     def forward(self, x, start=0):
+        """Add the learned vectors of positions start .. start + L - 1 to x [B, L,
+        d_model]."""
         check_length(x.size(1), start, self.max_len)
         positions = torch.arange(start, start + x.size(1), device=x.device)
         return x + self.table(positions).to(x.dtype)

@@ -11,6 +11,7 @@ import csv
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -22,10 +23,11 @@ from transformer.data import atomic_file
 
 
 def command_line():
+    """This process's command, quoted for a shell so that it can be pasted back."""
     argv = list(sys.argv)
     if argv and argv[0].endswith(os.path.join("transformer", "train.py")):
         argv[0:1] = ["python", "-m", "transformer.train"]
-    return " ".join(argv)
+    return shlex.join(argv)
 
 
 def git_commit():

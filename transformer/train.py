@@ -4,13 +4,15 @@
 
 __all__ = [
     "batch_seed", "autocast", "train_step", "steps_per_interval", "PAPER_BASE_SAVE_EVERY",
-    "PAPER_BIG_SAVE_EVERY", "Profile", "PROFILES", "get_profile", "StepData", "StepFeeder",
-    "LOG_FIELDS", "DEV_FIELDS", "BUDGET_CHECK_EVERY", "train", "dev_loss",
+    "PAPER_BIG_SAVE_EVERY", "Profile", "PROFILES", "get_profile", "resume_command", "StepData",
+    "StepFeeder", "LOG_FIELDS", "DEV_FIELDS", "BUDGET_CHECK_EVERY", "train", "run_training",
+    "dev_loss",
 ]
 
 import contextlib
 import dataclasses
 import json
+import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -22,13 +24,14 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from transformer.checkpoint import (check_same_model, checkpoint_file, checkpoint_paths,
-                                    load_latest_checkpoint, restore_rng, save_state)
+                                    load_latest_checkpoint, restore_rng, run_folder,
+                                    save_state)
 from transformer.data import (PAD, BatchStream, accumulation_steps, collate,
                               split_batch)
-from transformer.distributed import (barrier, init_distributed, prepare_data,
-                                     runtime_from_env, stop_now)
+from transformer.distributed import (StopRequest, barrier, init_distributed,
+                                     prepare_data, runtime_from_env, stop_now)
 from transformer.loss import label_smoothed_nll
-from transformer.model import Transformer, TransformerConfig
+from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.optim import build_optimizer
 from transformer.runlog import (append_log, record_run_info, tensorboard_writer,
                                 truncate_log)
@@ -119,11 +122,30 @@ class Profile:
             raise ValueError(
                 f"profile {self.name}: max_tokens={self.max_tokens} cannot hold a "
                 f"sentence of max_len={self.max_len} tokens plus its end token")
+        # every setting is checked here, when the profile is made: a bad one must not
+        # surface after hours of data preparation
+        if self.preset not in PRESETS:
+            raise ValueError(f"profile {self.name}: unknown preset {self.preset!r}; "
+                             f"choose one of {', '.join(PRESETS)}")
         for key in ("max_steps", "save_every_steps", "eval_every", "keep_last",
-                    "average_last", "tokens_per_step"):
-            if getattr(self, key) < 1:
+                    "average_last", "tokens_per_step", "warmup_steps", "train_pairs"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
                 raise ValueError(f"profile {self.name}: {key} must be at least 1, "
-                                 f"got {getattr(self, key)}")
+                                 f"got {value}")
+        for key in ("max_minutes", "save_every_minutes", "lr_factor"):
+            value = getattr(self, key)
+            if value is not None and not value > 0:
+                raise ValueError(f"profile {self.name}: {key} must be positive, "
+                                 f"got {value}")
+        if self.vocab_size < 16:
+            raise ValueError(f"profile {self.name}: vocab_size {self.vocab_size} "
+                             f"cannot hold the special tokens and the characters")
+        try:
+            TransformerConfig.preset(self.preset, **self.model)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"profile {self.name}: model {self.model}: "
+                             f"{err}") from None
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -175,6 +197,22 @@ def get_profile(name, **changes):
         raise ValueError(f"unknown profile {name!r}; "
                          f"choose one of {', '.join(PROFILES)}")
     return PROFILES[name].replace(**changes)
+
+
+def resume_command(profile, out_dir):
+    """The command line that continues this run: its profile's name, and --set for every
+    field that differs from that named profile."""
+    if profile.name not in PROFILES:
+        return None
+    named, sets = asdict(PROFILES[profile.name]), []
+    for key, value in asdict(profile).items():
+        if key == "model":
+            sets += [f"model.{k}={v!r}" for k, v in value.items()
+                     if named["model"].get(k) != v]
+        elif value != named[key]:
+            sets.append(f"{key}={value!r}")
+    return shlex.join(["python", "-m", "transformer.train", "--profile", profile.name,
+                       "--out", str(out_dir)] + (["--set", *sets] if sets else []))
 
 
 @dataclass
@@ -235,15 +273,28 @@ DEV_FIELDS = ["step", "elapsed_s", "dev_loss", "dev_nll", "dev_ppl"]
 BUDGET_CHECK_EVERY = 20
 
 
-def train(profile, out_dir, data_root=None, progress=True, device=None, log=None):
+def train(profile, out_dir, data_root=None, progress=True, device=None, log=None,
+          start_over=False):
     """Train (or resume) the run of `profile` in out_dir. Returns a summary dict (main
-    process)."""
+    process); its stopped_by names the signal (Ctrl-C's SIGINT, a scheduler's SIGTERM)
+    that ended the run early, after saving its last step."""
     profile = get_profile(profile) if isinstance(profile, str) else profile
     rt = runtime_from_env(device)
-    out_dir = Path(out_dir)
     log = log or (lambda msg: tqdm.write(msg) if rt.main else None)
+    # one process per folder (a lock), and a signal stops the loop between steps
+    with run_folder(out_dir, rt.main) as out_dir, StopRequest() as request:
+        return run_training(profile, out_dir, rt, data_root, progress, log, start_over,
+                            request)
+
+
+def run_training(profile, out_dir, rt, data_root, progress, log, start_over, request):
     # refuses other data settings first
     vocab, data, dev = prepare_data(profile, out_dir, rt, data_root, log)
+    cfg = TransformerConfig.preset(profile.preset, **profile.model)
+    # a resume that will be refused must not rewrite the run's record: check it first
+    ckpt, ckpt_path = load_latest_checkpoint(out_dir, log, start_over and rt.main)
+    if ckpt is not None:
+        check_same_model(ckpt, cfg, vocab, ckpt_path)
     if rt.main:
         (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
         (out_dir / "profile.json").write_text(json.dumps(asdict(profile), indent=1))
@@ -251,7 +302,6 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
     init_distributed(rt)
 
     torch.manual_seed(profile.seed)
-    cfg = TransformerConfig.preset(profile.preset, **profile.model)
     model = Transformer(cfg, len(vocab)).to(rt.device)
     model.validate_ids = False          # ids are checked on the host, in collate
     optimizer, scheduler = build_optimizer(model, cfg.d_model, profile.warmup_steps,
@@ -259,9 +309,7 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
     stream = BatchStream(data, profile.tokens_per_step, seed=profile.seed)
 
     step, elapsed = 0, 0.0
-    ckpt, ckpt_path = load_latest_checkpoint(out_dir, log)
     if ckpt is not None:
-        check_same_model(ckpt, cfg, ckpt_path)
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         scheduler.load_state_dict(ckpt["scheduler"])
@@ -312,8 +360,9 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
                         + (f"/{profile.max_minutes:g}" if profile.max_minutes else ""))
 
     start, last_save, last_time = time.time() - elapsed, time.time(), time.time()
-    pending, stop, last_state = None, False, stream.state_dict()
+    pending, stop, last_state, dev_ppl = None, False, stream.state_dict(), None
     model.train()
+    request.looping = True
     try:
         while step < profile.max_steps and not stop:
             item = feeder.get(step)
@@ -349,13 +398,15 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
                            dict(step=step, elapsed_s=now - start, **scores))
                 if writer:
                     writer.add_scalar("dev/ppl", scores["dev_ppl"], step)
-                log(f"step {step}: dev perplexity {scores['dev_ppl']:.2f}")
+                dev_ppl = scores["dev_ppl"]
+                log(f"step {step}: dev perplexity {dev_ppl:.2f}")
             if rt.main and save_now:
                 save_state(out_dir, step, model, optimizer, scheduler,
                            item.stream_state, time.time() - start, profile, cfg, vocab)
                 last_save = time.time()
             if rt.world == 1 or step % BUDGET_CHECK_EVERY == 0:
-                stop = stop_now(rt, time.time() - start >= budget)
+                stop = stop_now(rt, time.time() - start >= budget
+                                or request.signal is not None)
     finally:
         feeder.close()
     if pending:
@@ -373,7 +424,12 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
         summary = dict(profile=profile.name, steps=step, epochs=epoch + position / max(
             1, len(stream.batches(epoch))), train_minutes=(time.time() - start) / 60,
             parameters=model.num_parameters(), vocab=len(vocab), train_pairs=len(data),
-            checkpoints=[p.name for p in checkpoint_paths(out_dir)])
+            checkpoints=[p.name for p in checkpoint_paths(out_dir)], dev_ppl=dev_ppl,
+            stopped_by=request.signal)
+        if request.signal:
+            again = resume_command(profile, out_dir) or "train() with the same profile"
+            log(f"stopped by {request.signal} after step {step}, saved in "
+                f"{checkpoint_file(out_dir, step)}; to resume, run: {again}")
     barrier(rt)
     return summary
 

@@ -34,6 +34,8 @@ class PatchEmbedding(nn.Module):
         self.proj = nn.Linear(channels * patch_size ** 2, d_model)
 
     def forward(self, images):
+        """Images [B, C, H, W] -> a [CLS] token and one token per patch, with positions:
+        [B, 1 + patches, d_model]."""
         expected = (self.channels, self.image_size, self.image_size)
         if images.dim() != 4 or tuple(images.shape[1:]) != expected:
             raise ValueError(f"expected images of shape "
@@ -82,6 +84,8 @@ class VisionTransformer(nn.Module):
         return self.dropout(x + self.positions)
 
     def forward(self, images):
+        """Images [B, C, H, W] -> class logits [B, classes], read from the [CLS]
+        token."""
         # no padding: every image has all its patches
         states = self.encoder(self.tokens(images), None)
         return self.head(states[:, 0])
