@@ -233,3 +233,22 @@ def test_a_bare_string_is_translated_as_one_sentence(run):
     one = translate(model, vocab, "Ein Hund läuft.", beam_size=1, progress=False)
     assert isinstance(one, str)
     assert one == translate(model, vocab, ["Ein Hund läuft."], beam_size=1, progress=False)[0]
+
+
+def test_the_command_ends_with_a_summary_and_the_next_command(tmp_path, monkeypatch, capsys):
+    from transformer import cli
+    summary = dict(profile="tiny", steps=12, epochs=1.5, train_minutes=0.2, parameters=1, vocab=1000,
+                   train_pairs=3000, checkpoints=["step_0000012.pt"], dev_ppl=31.4159, stopped_by=None)
+    monkeypatch.setattr(cli, "train", lambda *a, **k: dict(summary))
+    out = tmp_path / "my run"
+    cli.main(["--profile", "tiny", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert "12 steps (1.5 epochs)" in err and "dev perplexity 31.42" in err
+    assert f"next: python -m transformer.evaluate '{out}'" in err
+    # stopped by a signal: the exit status says so, and the message says how to resume
+    summary["stopped_by"] = "SIGTERM"
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--profile", "tiny", "--out", str(out), "--no-progress", "--set", "max_steps=50"])
+    assert exit_.value.code == 128 + signal.SIGTERM
+    assert f"to resume, run: python -m transformer.train --profile tiny --out '{out}' --set max_steps=50" \
+        in capsys.readouterr().err
