@@ -112,3 +112,79 @@ def test_bad_treebanks_are_named(tmp_path):
         read_treebank(tmp_path)
     with pytest.raises(FileNotFoundError, match="prepare_ptb"):
         load_split("ptb", "train", tmp_path / "nothing")
+
+
+# the baselines of "Where a parser stands"
+
+TOY = [Tree.fromstring(s) for s in (
+    "(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))",
+    "(S (NP (DT a) (NN dog)) (VP (VBD ran)) (. .))",
+    "(S (NP (DT the) (JJ big) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .))",
+)]
+
+
+def test_the_floors_ignore_the_sentence():
+    from transformer.parsing import flat_tree, right_branching_tree
+    tagged = TOY[0].pos()
+    flat, right = flat_tree(tagged), right_branching_tree(tagged)
+    assert flat.leaves() == right.leaves() == TOY[0].leaves() and flat.height() == 3
+    # right-branching: each word opens a bracket running to the end (the final period does not count)
+    assert sorted(end - start for _, start, end in brackets(right)) == [1, 2, 3, 4, 5, 6]
+    assert bracket_scores([TOY[0]], [flat])["matched"] == 1          # the root S alone
+
+
+@pytest.mark.parametrize("horizontal,vertical", [(1, 1), (1, 2), (2, 2)])
+def test_the_pcfg_parses_its_own_training_trees_back(horizontal, vertical):
+    from transformer.parsing import PCFG, pcfg_parse
+    grammar = PCFG(TOY, horizontal, vertical)
+    for tree in TOY:
+        parsed, found = pcfg_parse(grammar, tree.pos())
+        assert found and parsed.leaves() == tree.leaves()
+        assert bracket_scores([tree], [parsed])["f1"] == pytest.approx(100.0)
+
+
+def test_the_pcfg_prefers_the_likelier_tree_and_falls_back_when_it_derives_none():
+    from transformer.parsing import PCFG, pcfg_parse
+    # the same tags under two labels, one seen twice as often
+    likely, rare = "(S (NP (DT a) (NN dog)) (VP (VBD ran)))", "(S (ADJP (DT a) (NN dog)) (VP (VBD ran)))"
+    grammar = PCFG([Tree.fromstring(s) for s in (likely, likely, rare)])
+    parsed, found = pcfg_parse(grammar, Tree.fromstring(rare).pos())
+    assert found and parsed == Tree.fromstring(likely)
+    unknown = [("I", "PRP"), ("sang", "VBZ")]                      # a tag the grammar never saw
+    parsed, found = pcfg_parse(grammar, unknown)
+    assert not found and parsed.leaves() == ["I", "sang"] and parsed.height() == 3
+
+
+def test_the_tagger_is_learned_from_the_trees_alone_and_repeatable():
+    from transformer.parsing import train_tagger
+    state = random.getstate()
+    a, b = train_tagger(TOY * 5), train_tagger(TOY * 5)
+    assert random.getstate() == state
+    words = ["the", "big", "cat", "saw", "a", "dog", "."]
+    assert a.tag(words) == b.tag(words) and [t for _, t in a.tag(words)][:3] == ["DT", "JJ", "NN"]
+
+
+def test_the_baselines_command_writes_its_record(tmp_path):
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+    need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
+    from transformer.corpora import data_dir
+    sample = data_dir() / "ptb-sample"
+    small = tmp_path / "wsj"
+    small.mkdir()
+    for number in (1, 2, 3, 4, 160, 180):               # train, dev (0160) and test (0180) files
+        shutil.copy(sample / f"wsj_{number:04d}.mrg", small)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    try:
+        import parsing_baselines
+    finally:
+        sys.path.pop(0)
+    parsing_baselines.main(["--results", str(tmp_path / "out"), "--treebank", str(small)])
+    record = json.loads((tmp_path / "out" / "baselines.json").read_text())
+    assert set(record["test"]) == {"flat tree", "right-branching tree", "PCFG, gold tags", "PCFG, tagger's tags"}
+    assert len(record["dev_grid"]) == 4 and record["chosen"]["by"].startswith("dev")
+    assert {"date", "commit", "hardware", "command"} <= set(record)
+    trees = (tmp_path / "out" / "pcfg.tagger.test.pred.mrg").read_text().splitlines()
+    assert len(trees) == record["splits"]["test"] == record["test"]["flat tree"]["sentences"]
