@@ -1,6 +1,7 @@
 """Chapter 6.3's result: a Transformer parser trained on NLTK's WSJ sample, scored evalb-style.
 
-    python scripts/parsing.py        # prepares the corpus, trains (or resumes) runs/parsing, decodes, scores
+    python scripts/parsing.py        # prepares the corpus (runs/parsing-corpus), trains (or resumes)
+                                     # runs/parsing, decodes, scores
 
 The test set is decoded as the paper did for parsing: beam 21, alpha 0.3, at most the input length
 plus 300 output tokens, from the average of the last 5 checkpoints. Output that is not a tree is
@@ -41,7 +42,8 @@ def main():
     parser.add_argument("--treebank", help="folder of wsj_NNNN.mrg files (default: DATA/ptb-sample or NLTK's)")
     args = parser.parse_args()
     run, results = Path(args.run), Path(args.results)
-    data_root = run / "data"
+    # the corpus lives beside the run folder, not in it: a run folder holds only a run
+    data_root = run.with_name(run.name + "-corpus")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
     summary = train(PROFILE, run, data_root)

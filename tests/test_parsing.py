@@ -188,3 +188,35 @@ def test_the_baselines_command_writes_its_record(tmp_path):
     assert {"date", "commit", "hardware", "command"} <= set(record)
     trees = (tmp_path / "out" / "pcfg.tagger.test.pred.mrg").read_text().splitlines()
     assert len(trees) == record["splits"]["test"] == record["test"]["flat tree"]["sentences"]
+
+
+def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monkeypatch):
+    """scripts/parsing.py end to end, made small: a 2-layer model, 4 steps, beam 2."""
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+    need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
+    from transformer.corpora import data_dir
+    small = tmp_path / "wsj"
+    small.mkdir()
+    for number in (1, 2, 3, 4, 160, 180):
+        shutil.copy(data_dir() / "ptb-sample" / f"wsj_{number:04d}.mrg", small)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    try:
+        import parsing as script
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
+        model={"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16, "d_v": 16}, vocab_size=600,
+        max_steps=4, save_every_steps=2, eval_every=2, average_last=2, keep_last=2, warmup_steps=2))
+    monkeypatch.setattr(script, "BEAM", 2)
+    monkeypatch.setattr(script, "MAX_EXTRA", 10)
+    monkeypatch.setattr(sys, "argv", ["parsing.py", "--run", str(tmp_path / "runs" / "parsing"),
+                                      "--results", str(tmp_path / "results"), "--treebank", str(small)])
+    script.main()
+    record = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert record["training"]["steps"] == 4 and record["test"]["sentences"] == record["splits"]["test"]
+    trees = (tmp_path / "results" / "test.pred.mrg").read_text().splitlines()
+    assert len(trees) == record["splits"]["test"]
+    assert (tmp_path / "runs" / "parsing-corpus" / "ptb" / "train.tree").exists()
