@@ -186,7 +186,8 @@ def decoding(model):
 
 
 @torch.inference_mode()
-def greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
+def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
+                  max_extra: int = 50, use_cache: bool = True) -> torch.Tensor:
     """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding
     after each sentence).
 
@@ -225,8 +226,9 @@ def greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
 
 
 @torch.inference_mode()
-def beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50,
-                use_cache=True):
+def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
+                beam_size: int = 4, alpha: float = 0.6, max_extra: int = 50,
+                use_cache: bool = True) -> torch.Tensor:
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
     (no <s>; </s> then padding), ranked by log-probability / length_penalty.
 

@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -67,7 +68,8 @@ def run_profile(run_dir):
 MODEL_FORMAT = "transformer-model/1"
 
 
-def save_model(model, vocab, path, dtype=torch.float16):
+def save_model(model: Transformer, vocab: Vocab, path: str | Path,
+               dtype: torch.dtype = torch.float16) -> None:
     """Write a trained model for use without its run folder: its weights (as `dtype`),
     configuration and vocabulary, as tensors and plain data only (loaded with
     weights_only=True). Tied weights stay one tensor in the file."""
@@ -83,7 +85,9 @@ def save_model(model, vocab, path, dtype=torch.float16):
                  "vocab": vocab.proto, "model": state}, path)
 
 
-def load_model(run_dir, average_last=None, device="cpu"):
+def load_model(run_dir: str | Path, average_last: int | None = None,
+               device: str | torch.device = "cpu"
+               ) -> tuple[Transformer, Vocab, list[str]]:
     """The model of a training run, averaged over its last `average_last` checkpoints
     (by default as many as its profile averages, as `evaluate` does), and its
     vocabulary; or, given a file written by save_model, that model (and [its name]).
@@ -140,8 +144,9 @@ def length_batches(lengths, beam_size, max_extra, batch_tokens):
 
 
 @torch.no_grad()
-def translate(model, vocab, sentences, beam_size=4, alpha=0.6, max_extra=50,
-              batch_tokens=20000, progress=True):
+def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
+              beam_size: int = 4, alpha: float = 0.6, max_extra: int = 50,
+              batch_tokens: int = 20000, progress: bool = True) -> str | list[str]:
     """Raw source sentences -> raw translations (beam search; beam_size=1 means greedy
     decoding).
 
@@ -273,9 +278,13 @@ def check_writable(path):
         raise ValueError(f"cannot write {path}: permission denied")
 
 
-def evaluate_run(run_dir, split="test", average_last=None, beam_size=4, alpha=0.6,
-                 data_root=None, max_sentences=None, progress=True, device="cpu",
-                 src=None, ref=None):
+def evaluate_run(run_dir: str | Path, split: str = "test",
+                 average_last: int | None = None, beam_size: int = 4,
+                 alpha: float = 0.6,
+                 data_root: str | Path | None = None,
+                 max_sentences: int | None = None, progress: bool = True,
+                 device: str | torch.device = "cpu", src: str | Path | None = None,
+                 ref: str | Path | None = None) -> dict:
     """Translate `split` of the run's corpus (or the line-aligned files src and ref)
     and score it. Returns a dict of metrics and the translations."""
     if (src is None) != (ref is None):

@@ -9,6 +9,7 @@ __all__ = [
 
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
 from transformer.attention import CAUSAL, MultiHeadAttention, causal_mask, padding_mask
@@ -201,13 +202,14 @@ class Transformer(nn.Module):
                     nn.init.xavier_uniform_(m.weight)
                     nn.init.zeros_(m.bias)
 
-    def encode(self, src):
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
         """Source ids [B, S] -> memory [B, S, d_model]."""
         check_batch(src, "src")
         x = self.dropout(self.src_pos(self.src_embed(src, self.validate_ids)))
         return self.encoder(x, padding_mask(src, self.cfg.pad_id))
 
-    def decode(self, tgt_in, memory, src, cache=None):
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor,
+               cache: dict | None = None) -> torch.Tensor:
         """Decoder inputs [B, T], memory [B, S, d_model] and the source ids [B, S] ->
         logits [B, T, V]."""
         return self.generator(self.decoder_states(tgt_in, memory, src, cache))
@@ -245,7 +247,7 @@ class Transformer(nn.Module):
             cache["length"] = end
         return self.decoder(y, memory, src_mask, tgt_mask, cache)
 
-    def forward(self, src, tgt_in):
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Source ids [B, S] and the target shifted right [B, T] (padding id cfg.pad_id)
         -> logits [B, T, V] for the next target token at every position (no softmax)."""
         check_batch(src, "src")
