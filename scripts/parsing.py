@@ -1,17 +1,25 @@
 """Chapter 6.3's result: a Transformer parser trained on NLTK's WSJ sample, scored evalb-style.
 
-    python scripts/parsing.py        # prepares the corpus (runs/parsing-corpus), trains (or resumes)
-                                     # runs/parsing, decodes, scores
+    python scripts/parsing.py        # prepares the corpus (runs/parsing-corpus), trains runs/parsing
+                                     # round by round while dev F1 improves, decodes test, scores
 
-The test set is decoded as the paper did for parsing: beam 21, alpha 0.3, at most the input length
-plus 300 output tokens, from the average of the last 5 checkpoints. Output that is not a tree is
-repaired (or, with no bracket at all, scored as an empty tree) and counted. Writes results/parsing/:
-results.json (scores, counts, hardware, time, commit, command), test.pred.mrg (one predicted tree per
-line, in test order, with the gold part-of-speech tags put back; "()" for an empty tree), test.raw.txt
-(the decoder's output before repair) and the logs.
+The target side is the linearised trees, each bracket and XX one whole vocabulary entry
+(the profile's whole_target_words), and decoding can only write well-formed trees with one XX per
+word (transformer.parsing.TreeConstraint). Training goes in rounds of ROUND steps (about an epoch);
+after each round the last checkpoint parses the dev split greedily and is scored; training stops
+when dev F1 has not improved for PATIENCE rounds (or after --max-minutes of training). The round
+with the best dev F1 is the model (kept in runs/parsing-select/best.pt): the choice is made on dev
+only. Killed at any point, the command resumes where it stopped.
+
+Test is then decoded as the paper did for parsing (beam 21, alpha 0.3, input length + 300 tokens)
+and also greedily; a diagnostic scores dev with the sources shuffled across sentences. Writes
+results/parsing/: results.json (dev curve, scores, diagnostics, hardware, date, commit, command),
+test.pred.mrg (one predicted tree per line, gold part-of-speech tags put back), test.raw.txt (the
+decoder's output) and the training logs.
 """
 import argparse
 import json
+import random
 import shutil
 import sys
 import time
@@ -21,50 +29,106 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from transformer.corpora import load_split  # noqa: E402
+from transformer.data import ParallelData, TokenArray, atomic_file, encode_pairs  # noqa: E402
+from transformer.distributed import Runtime  # noqa: E402
 from transformer.evaluate import load_model, translate  # noqa: E402
-from transformer.parsing import bracket_scores, parse_output, prepare_ptb, read_treebank, with_tags  # noqa: E402
+from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
+                                 read_treebank, with_tags)
 from transformer.runlog import git_commit, hardware  # noqa: E402
-from transformer.train import Profile, train  # noqa: E402
+from transformer.selection import train_until_dev_stops  # noqa: E402
+from transformer.train import Profile, dev_loss  # noqa: E402
 
-# The paper's parser had 4 layers of d_model 1024; here 4 layers of 128, trained for a fixed number of steps.
+# The paper's parser had 4 layers of d_model 1024 and a 16K vocabulary; here 4 layers of 128 and 4000
+# entries (the trees' own symbols among them, whole), for 3,400 training trees on a CPU.
+ROUND = 100          # steps between dev evaluations: about one pass over the training trees
+PATIENCE = 4         # rounds without a better dev F1 before training stops
+MIN_ROUNDS = 15       # rounds trained before patience applies
+MAX_ROUNDS = 60
 PROFILE = Profile("ptb-parse", "ptb", "base", "constituency parsing on the WSJ sample, 2-core CPU",
                   model={"N": 4, "d_model": 128, "d_ff": 512, "h": 4, "d_k": 32, "d_v": 32, "P_drop": 0.2},
-                  vocab_size=8000, max_len=400, clean_ratio=10.0, max_tokens=3000, tokens_per_step=3000,
-                  warmup_steps=300, lr_factor=0.35, max_steps=1200, save_every_steps=100, keep_last=5,
-                  average_last=5, eval_every=200, amp=False)
+                  vocab_size=4000, max_len=400, clean_ratio=10.0, whole_target_words=True,
+                  max_tokens=3000, tokens_per_step=3000, warmup_steps=400, lr_factor=0.8,
+                  max_steps=ROUND, save_every_steps=ROUND, keep_last=2, average_last=1,
+                  eval_every=ROUND, amp=False)
 BEAM, ALPHA, MAX_EXTRA = 21, 0.3, 300     # the paper's decoding settings for parsing
 
 
-def main():
+def parse(model, vocab, trees, beam_size, constrained=True):
+    """The decoder's raw outputs for the sentences of `trees`."""
+    sentences = [" ".join(t.leaves()) for t in trees]
+    constrain = TreeConstraint(vocab, MAX_EXTRA).for_sentences if constrained else None
+    return translate(model, vocab, sentences, beam_size=beam_size, alpha=ALPHA, max_extra=MAX_EXTRA,
+                     batch_tokens=100_000, progress=False, constrain=constrain)
+
+
+def score(outputs, gold):
+    """(bracket scores, predicted trees with the gold tags, how many were well-formed/repaired/empty)."""
+    predicted, status = [], Counter()
+    for out, g in zip(outputs, gold):
+        tree, kind = parse_output(out.split(), g.leaves())
+        status[kind] += 1
+        predicted.append(None if tree is None else with_tags(tree, [tag for _, tag in g.pos()]))
+    return bracket_scores(gold, predicted), predicted, dict(status)
+
+
+def dev_score(trees):
+    """score(model, vocab) for train_until_dev_stops: greedy, constrained F1 on `trees`."""
+    def score_fn(model, vocab):
+        started = time.time()
+        scores, _, status = score(parse(model, vocab, trees, 1), trees)
+        return {"dev_f1": round(scores["f1"], 3), "dev_status": status,
+                "dev_parse_seconds": round(time.time() - started, 1)}
+    return score_fn
+
+
+def shuffled_source_loss(model, vocab, pairs, seed=0):
+    """Dev loss per target token with each tree paired with its own sentence, and with another's."""
+    data, _ = encode_pairs(vocab, pairs)
+    order = list(range(len(data)))
+    random.Random(seed).shuffle(order)
+    shuffled = ParallelData(TokenArray.from_lists([data.src[i] for i in order]), data.tgt)
+    rt = Runtime()
+    eps = model.cfg.eps_ls
+    return {name: round(dev_loss(model, d, PROFILE.max_tokens, eps, rt, amp=False)["dev_nll"], 4)
+            for name, d in (("own_sentence", data), ("another_sentence", shuffled))}
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", default=str(ROOT / "runs" / "parsing"))
     parser.add_argument("--results", default=str(ROOT / "results" / "parsing"))
     parser.add_argument("--treebank", help="folder of wsj_NNNN.mrg files (default: DATA/ptb-sample or NLTK's)")
-    args = parser.parse_args()
+    parser.add_argument("--max-minutes", type=float, default=60.0,
+                        help="stop training after this many minutes even if dev F1 still improves")
+    args = parser.parse_args(argv)
     run, results = Path(args.run), Path(args.results)
-    # the corpus lives beside the run folder, not in it: a run folder holds only a run
+    # the corpus and the selection live beside the run folder, not in it: a run folder holds only a run
     data_root = run.with_name(run.name + "-corpus")
+    select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
-    summary = train(PROFILE, run, data_root)
+    curve, best, stopped = train_until_dev_stops(
+        PROFILE, run, data_root, dev_score(treebank["dev"]), "dev_f1", select_dir, ROUND, PATIENCE,
+        MIN_ROUNDS, MAX_ROUNDS, args.max_minutes)
 
-    model, vocab, used = load_model(run, PROFILE.average_last)
+    model, vocab, _ = load_model(select_dir / "best.pt")
     gold = treebank["test"]
-    words = [tree.leaves() for tree in gold]
-    started = time.time()
-    outputs = translate(model, vocab, [" ".join(w) for w in words], beam_size=BEAM, alpha=ALPHA,
-                        max_extra=MAX_EXTRA, batch_tokens=100_000)
-    decode_minutes = (time.time() - started) / 60
-    predicted, status = [], Counter()
-    for out, w, g in zip(outputs, words, gold):
-        tree, kind = parse_output(out.split(), w)
-        status[kind] += 1
-        predicted.append(None if tree is None else with_tags(tree, [tag for _, tag in g.pos()]))
-    scores = bracket_scores(gold, predicted)
-    # does the decoder emit one XX per input word? (a tree must cover the sentence)
+    decoded = {}
+    for name, beam, constrained in (("beam", BEAM, True), ("greedy", 1, True), ("greedy_unconstrained", 1, False)):
+        started = time.time()
+        outputs = parse(model, vocab, gold, beam, constrained)
+        scores, predicted, status = score(outputs, gold)
+        decoded[name] = (outputs, predicted, {
+            **{k: round(v, 3) if isinstance(v, float) else v for k, v in scores.items()},
+            "status": status, "distinct_outputs": len(set(outputs)),
+            "minutes": round((time.time() - started) / 60, 2)})
+    outputs, predicted, test = decoded["beam"]
     xx = [out.split().count("XX") for out in outputs]
-    coverage = {"mean_words": sum(map(len, words)) / len(words), "mean_xx": sum(xx) / len(xx),
-                "xx_equals_words": sum(x == len(w) for x, w in zip(xx, words))}
+    words = [len(t.leaves()) for t in gold]
+    test["coverage"] = {"mean_words": sum(words) / len(words), "mean_xx": sum(xx) / len(xx),
+                        "xx_equals_words": sum(x == w for x, w in zip(xx, words))}
+    dev_pairs = load_split("ptb", "dev", data_root)
 
     results.mkdir(parents=True, exist_ok=True)
     (results / "test.pred.mrg").write_text(
@@ -75,18 +139,29 @@ def main():
     record = {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
         "command": "python scripts/parsing.py", "splits": counts, "profile": PROFILE.name,
-        "model": PROFILE.model, "training": summary,
-        "decoding": {"beam_size": BEAM, "alpha": ALPHA, "max_extra": MAX_EXTRA, "checkpoints": used,
-                     "minutes": round(decode_minutes, 2)},
-        "test": {**{k: round(v, 3) if isinstance(v, float) else v for k, v in scores.items()},
-                 "status": dict(status), "coverage": coverage},
+        "model": PROFILE.model, "vocab_size": PROFILE.vocab_size, "lr_factor": PROFILE.lr_factor,
+        "warmup_steps": PROFILE.warmup_steps, "tokens_per_step": PROFILE.tokens_per_step,
+        "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
+                     "train_minutes": curve[-1]["train_minutes"],
+                     "train_pairs": curve[-1]["train_pairs"], "parameters": model.num_parameters(),
+                     "round_steps": ROUND, "patience": PATIENCE, "stopped_by": stopped},
+        "dev_curve": curve,
+        "chosen": {"round": best["round"], "step": best["step"], "epoch": best["epoch"],
+                   "dev_f1": best["dev_f1"], "by": "dev F1, greedy, constrained"},
+        "decoding": {"beam_size": BEAM, "alpha": ALPHA, "max_extra": MAX_EXTRA, "constrained": True},
+        "test": test,
+        "test_greedy": decoded["greedy"][2],
+        "test_greedy_unconstrained": decoded["greedy_unconstrained"][2],
+        "dev_nll_sources": shuffled_source_loss(model, vocab, dev_pairs),
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": git_commit(),
         "hardware": hardware(),
     }
-    (results / "results.json").write_text(json.dumps(record, indent=1) + "\n")
-    print(json.dumps(record, indent=1))
+    with atomic_file(results / "results.json") as tmp:
+        tmp.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",
+                                              "dev_nll_sources")}, indent=1))
 
 
 if __name__ == "__main__":

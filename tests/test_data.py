@@ -163,3 +163,31 @@ def test_accumulation_reaches_the_step_size():
     assert accumulation_steps(25000, 3125, 1) == 8
     assert accumulation_steps(25000, 12500, 1) == 2
     assert accumulation_steps(1000, 5000, 1) == 1
+
+
+def test_bpe_keeps_symbols_whole_and_refuses_a_symbol_with_a_space():
+    pairs = [("the cat sat on the mat", "(S (NP XX XX )NP (VP XX )VP )S"),
+             ("dogs run", "(S (NP XX )NP (VP XX )VP )S")] * 40
+    symbols = sorted({w for _, t in pairs for w in t.split()})
+    vocab = train_bpe(pairs, vocab_size=300, symbols=symbols)
+    assert vocab.pieces(pairs[0][1]) == ["\u2581" + s for s in pairs[0][1].split()]
+    assert vocab.decode(vocab.encode(pairs[0][1])) == pairs[0][1]
+    # a word that starts with a symbol's letters is split after them, and still decodes
+    assert vocab.pieces("XXL")[0] == "\u2581XX" and vocab.decode(vocab.encode("XXL")) == "XXL"
+    without = train_bpe(pairs, vocab_size=300)
+    assert len(without.pieces(pairs[0][1])) > len(pairs[0][1].split())
+    with pytest.raises(ValueError, match="one word"):
+        train_bpe(pairs, vocab_size=300, symbols=["(S XX"])
+
+
+def test_a_run_folder_made_before_whole_target_words_still_resumes(tmp_path):
+    import json
+
+    from transformer.distributed import check_run_data, data_manifest
+    from transformer.train import get_profile
+    profile = get_profile("tiny")
+    old = {k: v for k, v in data_manifest(profile).items() if k != "whole_target_words"}
+    (tmp_path / "data.json").write_text(json.dumps(old))
+    check_run_data(profile, tmp_path)
+    with pytest.raises(ValueError, match="whole_target_words"):
+        check_run_data(profile.replace(whole_target_words=True), tmp_path)

@@ -7,8 +7,8 @@ from nltk.tree import Tree
 
 from tests.conftest import need_seed_folder
 from transformer.corpora import load_split
-from transformer.parsing import (MalformedTree, bracket_scores, brackets, clean_tree, delinearize, file_split,
-                                 linearize, parse_output, prepare_ptb, read_treebank, repair)
+from transformer.parsing import (MalformedTree, TreeConstraint, bracket_scores, brackets, clean_tree, delinearize,
+                                 file_split, linearize, parse_output, prepare_ptb, read_treebank, repair)
 
 T = Tree.fromstring
 
@@ -191,7 +191,8 @@ def test_the_baselines_command_writes_its_record(tmp_path):
 
 
 def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monkeypatch):
-    """scripts/parsing.py end to end, made small: a 2-layer model, 4 steps, beam 2."""
+    """scripts/parsing.py end to end, made small: a 1-layer model, rounds of 2 steps, beam 2; then
+    killed state: a second call finds the rounds done and writes the same record."""
     import json
     import shutil
     import sys
@@ -209,14 +210,79 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
         sys.path.pop(0)
     monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
         model={"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16, "d_v": 16}, vocab_size=600,
-        max_steps=4, save_every_steps=2, eval_every=2, average_last=2, keep_last=2, warmup_steps=2))
-    monkeypatch.setattr(script, "BEAM", 2)
-    monkeypatch.setattr(script, "MAX_EXTRA", 10)
-    monkeypatch.setattr(sys, "argv", ["parsing.py", "--run", str(tmp_path / "runs" / "parsing"),
-                                      "--results", str(tmp_path / "results"), "--treebank", str(small)])
-    script.main()
+        save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2))
+    for name, value in (("ROUND", 2), ("PATIENCE", 1), ("MIN_ROUNDS", 1), ("MAX_ROUNDS", 3), ("BEAM", 2), ("MAX_EXTRA", 10)):
+        monkeypatch.setattr(script, name, value)
+    argv = ["--run", str(tmp_path / "runs" / "parsing"), "--results", str(tmp_path / "results"),
+            "--treebank", str(small)]
+    script.main(argv)
     record = json.loads((tmp_path / "results" / "results.json").read_text())
-    assert record["training"]["steps"] == 4 and record["test"]["sentences"] == record["splits"]["test"]
+    curve = record["dev_curve"]
+    assert 2 <= len(curve) <= 3 and [p["step"] for p in curve] == [2 * (i + 1) for i in range(len(curve))]
+    assert record["chosen"]["dev_f1"] == max(p["dev_f1"] for p in curve)
+    assert record["test"]["sentences"] == record["splits"]["test"]
+    # constrained decoding: every output is a tree over its sentence
+    assert record["test"]["status"] == {"well-formed": record["splits"]["test"]}
+    assert record["test_greedy"]["status"] == {"well-formed": record["splits"]["test"]}
+    assert set(record["dev_nll_sources"]) == {"own_sentence", "another_sentence"}
     trees = (tmp_path / "results" / "test.pred.mrg").read_text().splitlines()
     assert len(trees) == record["splits"]["test"]
     assert (tmp_path / "runs" / "parsing-corpus" / "ptb" / "train.tree").exists()
+    assert (tmp_path / "runs" / "parsing-select" / "best.pt").exists()
+    # run again: nothing is trained twice, the same choice is made
+    script.main(argv)
+    again = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert again["dev_curve"] == curve and again["test"] == record["test"] | {"minutes": again["test"]["minutes"]}
+
+
+TREES = [T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))) (. .))"),
+         T("(S (NP (NNS dogs)) (VP (VBP run) (ADVP (RB fast))))"),
+         T("(S (NP (PRP He)) (VP (VBD gave) (PRT (RP up)) (, ,) (ADVP (RB then))) (. .))")]
+
+
+@pytest.fixture(scope="module")
+def tree_vocab():
+    from transformer.data import train_bpe
+    pairs = [(" ".join(w), " ".join(t)) for w, t in map(linearize, TREES)] * 30
+    return train_bpe(pairs, vocab_size=310, symbols=sorted({s for _, t in pairs for s in t.split()}))
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+@pytest.mark.parametrize("max_extra", [3, 40])
+def test_constrained_decoding_writes_only_trees_over_the_words(tree_vocab, beam_size, max_extra):
+    """An untrained model, whose free outputs are not trees, writes one tree per sentence with one XX per word,
+    even when the length limit is tight."""
+    import torch
+
+    from transformer.evaluate import translate
+    from transformer.model import Transformer, TransformerConfig
+    sentences = ["the cat sat on a mat .", "dogs run fast", "He gave up , then .", "cat", "a b c d e f g h i j k"]
+    constraint = TreeConstraint(tree_vocab, max_extra=max_extra)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        model = Transformer(TransformerConfig.preset("tiny"), len(tree_vocab))
+        outputs = translate(model, tree_vocab, sentences, beam_size=beam_size, max_extra=max_extra,
+                            progress=False, constrain=constraint.for_sentences)
+        for out, sentence in zip(outputs, sentences):
+            tree = delinearize(out.split(), sentence.split())
+            assert tree.leaves() == sentence.split()
+
+
+def test_the_constraint_allows_every_gold_tree_and_refuses_a_plain_vocabulary(tree_vocab):
+    import torch
+
+    from transformer.data import BOS, EOS, train_bpe
+    constraint = TreeConstraint(tree_vocab, max_extra=300)
+    for tree in TREES:
+        words, tokens = linearize(tree)
+        ids = [BOS] + tree_vocab.encode(" ".join(tokens)) + [EOS]
+        for t in range(1, len(ids)):
+            allowed = constraint.allowed(torch.tensor([ids[:t]]), torch.tensor([len(words)]))
+            assert allowed[0, ids[t]], (tokens, t)
+        # after the whole tree only the end; after the root's opening, never the end
+        end = constraint.allowed(torch.tensor([ids[:-1]]), torch.tensor([len(words)]))
+        assert end[0].nonzero().flatten().tolist() == [EOS]
+        assert not constraint.allowed(torch.tensor([ids[:2]]), torch.tensor([len(words)]))[0, EOS]
+    plain = train_bpe([(" ".join(w), " ".join(t)) for w, t in map(linearize, TREES)] * 30, vocab_size=300)
+    with pytest.raises(ValueError, match="whole tree symbols"):
+        TreeConstraint(plain, max_extra=300)

@@ -144,21 +144,29 @@ class Vocab:
         return self.sp.encode(text, out_type=str)
 
 
-def train_bpe(pairs, vocab_size, max_sentences=4_000_000, seed=0):
-    """Learn one BPE vocabulary over both sides of `pairs`; returns a Vocab."""
+def train_bpe(pairs, vocab_size, max_sentences=4_000_000, seed=0, symbols=()):
+    """Learn one BPE vocabulary over both sides of `pairs`; returns a Vocab.
+
+    `symbols`: words that must never be split (chapter 6.3's tree brackets): each is
+    one entry of the vocabulary, matched at the start of a word (a longer word that
+    begins with a symbol's letters is split after them)."""
     import io
     import sentencepiece as spm
     rng = random.Random(seed)
     sample = (pairs if 2 * len(pairs) <= max_sentences
               else rng.sample(pairs, max_sentences // 2))
     sentences = [s for pair in sample for s in pair]
+    if any(not s or s.split() != [s] for s in symbols):
+        raise ValueError("a symbol must be one word, without spaces")
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size,
         model_type="bpe", character_coverage=1.0, byte_fallback=True,
         pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
         normalization_rule_name="identity", num_threads=os.cpu_count() or 1,
-        minloglevel=2, input_sentence_size=max_sentences, shuffle_input_sentence=True)
+        minloglevel=2, input_sentence_size=max_sentences, shuffle_input_sentence=True,
+        # "\u2581" is sentencepiece's mark of a word start: a symbol matches only there
+        user_defined_symbols=["\u2581" + s for s in symbols])
     return Vocab(model.getvalue())
 
 

@@ -8,6 +8,7 @@ __all__ = [
 ]
 
 import contextlib
+from collections.abc import Callable
 
 import torch
 
@@ -187,12 +188,15 @@ def decoding(model):
 
 @torch.inference_mode()
 def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
-                  max_extra: int = 50, use_cache: bool = True) -> torch.Tensor:
+                  max_extra: int = 50, use_cache: bool = True,
+                  allowed: Callable | None = None) -> torch.Tensor:
     """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding
     after each sentence).
 
     The same output as simple_greedy_decode; a sentence leaves the batch when it
-    ends."""
+    ends. `allowed(prefixes, sentences)`, if given, restricts the output: prefixes
+    [R, t] (starting with <s>) and the index in src of the sentence each row decodes
+    [R] -> bool [R, V], the tokens each row may take next (chapter 6.3's trees)."""
     B, pad, dev = src.size(0), model.cfg.pad_id, src.device
     limit = output_limits(src, pad, max_extra, model.cfg.max_len)
     # the steps at which some sentence must end
@@ -201,12 +205,17 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
     # the sentence each row of the batch decodes
     alive = torch.arange(B, device=dev)
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=dev)
+    # the prefixes, for `allowed` (with a cache, ys holds only the newest token)
+    prefix = ys
     cache = {} if use_cache else None
     with decoding(model):
         memory = model.encode(src)                   # checks the source ids
         model.validate_ids = False
         for t in range(1, max(limit_steps) + 1):
-            token = next_token_logits(model, ys, memory, src, cache).argmax(dim=-1)
+            logits = next_token_logits(model, ys, memory, src, cache)
+            if allowed is not None:
+                logits = logits.masked_fill(~allowed(prefix, alive), float("-inf"))
+            token = logits.argmax(dim=-1)
             if t in limit_steps:
                 token = torch.where(t >= limit, eos_id, token)
             out[alive, t - 1] = token
@@ -216,10 +225,12 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
             if keep.numel() < alive.numel():
                 if keep.numel() == 0:
                     break
-                alive, limit, memory, src, token, ys = (
-                    x[keep] for x in (alive, limit, memory, src, token, ys))
+                alive, limit, memory, src, token, ys, prefix = (
+                    x[keep] for x in (alive, limit, memory, src, token, ys, prefix))
                 if use_cache:
                     reorder_cache(cache, keep, keep)
+            if allowed is not None:
+                prefix = torch.cat([prefix, token[:, None]], dim=1)
             # with a cache only the newest token is fed; without, the whole prefix
             ys = token[:, None] if use_cache else torch.cat([ys, token[:, None]], dim=1)
     return out[:, :t]
@@ -228,9 +239,11 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
 @torch.inference_mode()
 def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
                 beam_size: int = 4, alpha: float = 0.6, max_extra: int = 50,
-                use_cache: bool = True) -> torch.Tensor:
+                use_cache: bool = True, allowed: Callable | None = None
+                ) -> torch.Tensor:
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
     (no <s>; </s> then padding), ranked by log-probability / length_penalty.
+    `allowed` restricts the output as in greedy_decode.
 
     The same output as simple_beam_search; a sentence leaves the batch when it has
     beam_size finished hypotheses or reaches its length limit, and nothing is read back
@@ -263,6 +276,9 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
             logp = (next_token_logits(model, tokens, memory, src_k, cache)
                     .float().log_softmax(-1))
             V = logp.size(-1)
+            if allowed is not None:
+                rows_sentence = alive.repeat_interleave(k)
+                logp = logp.masked_fill(~allowed(tokens, rows_sentence), float("-inf"))
             logp = logp.view(b, k, V)
             # these sentences must end now
             at_limit = t >= limit

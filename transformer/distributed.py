@@ -5,7 +5,8 @@ group, and data prepared once for all processes (paper section 5.2)."""
 
 __all__ = [
     "Runtime", "resolve_device", "runtime_from_env", "DIST_TIMEOUT", "init_distributed", "barrier",
-    "stop_now", "StopRequest", "DATA_FIELDS", "data_manifest", "check_run_data", "prepare_data",
+    "stop_now", "StopRequest", "DATA_FIELDS", "DATA_FIELD_DEFAULTS", "data_manifest",
+    "check_run_data", "prepare_data",
 ]
 
 import json
@@ -123,7 +124,10 @@ class StopRequest:
 
 # The fields that decide the prepared data (vocab.model, data.pt): a run folder keeps
 # them fixed.
-DATA_FIELDS = ("corpus", "vocab_size", "max_len", "clean_ratio", "train_pairs")
+DATA_FIELDS = ("corpus", "vocab_size", "max_len", "clean_ratio", "train_pairs",
+               "whole_target_words")
+# what a field was before it existed, for run folders made before it
+DATA_FIELD_DEFAULTS = {"whole_target_words": False}
 
 def data_manifest(profile):
     return {key: getattr(profile, key) for key in DATA_FIELDS}
@@ -138,7 +142,8 @@ def check_run_data(profile, out_dir):
     made = json.loads(path.read_text())
     wanted = data_manifest(profile)
     changed = [f"{k}: {made.get(k)!r} -> {wanted[k]!r}"
-               for k in DATA_FIELDS if made.get(k) != wanted[k]]
+               for k in DATA_FIELDS
+               if made.get(k, DATA_FIELD_DEFAULTS.get(k)) != wanted[k]]
     if changed:
         raise ValueError(f"{out_dir} holds data prepared with other settings "
                          f"({'; '.join(changed)}). A run keeps its data: train into a "
@@ -159,7 +164,9 @@ def prepare_data(profile, out_dir, rt, data_root=None, log=print, poll_seconds=1
             pairs = pairs[:profile.train_pairs]
         log(f"{profile.corpus}: {len(pairs)} training pairs after cleaning "
             f"(dropped {dropped})")
-        vocab = train_bpe(pairs, profile.vocab_size, seed=profile.seed)
+        symbols = (sorted({w for _, tgt in pairs for w in tgt.split()})
+                   if profile.whole_target_words else ())
+        vocab = train_bpe(pairs, profile.vocab_size, seed=profile.seed, symbols=symbols)
         train, too_long = encode_pairs(vocab, pairs, profile.max_len)
         dev, _ = encode_pairs(vocab, load_split(profile.corpus, "dev", data_root))
         log(f"joint BPE vocabulary of {len(vocab)}; {too_long} pairs longer than "

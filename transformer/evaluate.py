@@ -16,7 +16,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -146,19 +146,22 @@ def length_batches(lengths, beam_size, max_extra, batch_tokens):
 @torch.no_grad()
 def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
               beam_size: int = 4, alpha: float = 0.6, max_extra: int = 50,
-              batch_tokens: int = 20000, progress: bool = True) -> str | list[str]:
+              batch_tokens: int = 20000, progress: bool = True,
+              constrain: Callable | None = None) -> str | list[str]:
     """Raw source sentences -> raw translations (beam search; beam_size=1 means greedy
     decoding).
 
     A batch holds as many sentences as fit (sentences x beam x longest possible output)
     <= batch_tokens. A single string is translated as one sentence, and returned as a
-    string.
+    string. `constrain(batch)`, if given, turns a batch's source sentences into the
+    decoders' `allowed` function for that batch (chapter 6.3's well-formed trees).
     """
     if isinstance(sentences, str):
         return translate(model, vocab, [sentences], beam_size, alpha, max_extra,
-                         batch_tokens, progress=False)[0]
+                         batch_tokens, progress=False, constrain=constrain)[0]
     device = next(model.parameters()).device
-    ids = [s + [EOS] for s in vocab.encode(list(sentences))]
+    sentences = list(sentences)
+    ids = [s + [EOS] for s in vocab.encode(sentences)]
     for i, s in enumerate(ids):
         if len(s) >= model.cfg.max_len:
             raise ValueError(f"sentence {i} has {len(s)} tokens; "
@@ -171,10 +174,12 @@ def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
         for row, i in enumerate(batch):
             src[row, :len(ids[i])] = torch.tensor(ids[i])
         src = src.to(device)
+        allowed = constrain([sentences[i] for i in batch]) if constrain else None
         if beam_size == 1:
-            hyp = greedy_decode(model, src, BOS, EOS, max_extra)
+            hyp = greedy_decode(model, src, BOS, EOS, max_extra, allowed=allowed)
         else:
-            hyp = beam_search(model, src, BOS, EOS, beam_size, alpha, max_extra)
+            hyp = beam_search(model, src, BOS, EOS, beam_size, alpha, max_extra,
+                              allowed=allowed)
         for row, i in enumerate(batch):
             out[i] = vocab.decode(hyp[row])
     return out

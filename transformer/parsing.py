@@ -7,8 +7,8 @@ __all__ = [
     "MalformedTree", "linearize", "delinearize", "PTB_SAMPLE", "treebank_dir", "base_label",
     "clean_tree", "wsj_number", "file_split", "is_tree", "read_treebank", "repair", "parse_output",
     "PUNCTUATION_TAGS", "IGNORED_LABELS", "EQUAL_LABELS", "brackets", "with_tags", "bracket_scores",
-    "prepare_ptb", "flat_tree", "right_branching_tree", "grammar_tree", "PCFG", "pcfg_parse",
-    "train_tagger",
+    "prepare_ptb", "TreeConstraint", "flat_tree", "right_branching_tree", "grammar_tree", "PCFG",
+    "pcfg_parse", "train_tagger",
 ]
 
 import re
@@ -16,11 +16,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
+import torch
 from nltk.grammar import Nonterminal
 from nltk.tree import Tree
 
 from transformer.corpora import DATA_ENV, data_dir
-from transformer.data import atomic_file
+from transformer.data import EOS, atomic_file
 
 
 class MalformedTree(ValueError):
@@ -322,6 +323,75 @@ def prepare_ptb(dest_root, treebank=None, splits=None):
                   open(tmp, "w", encoding="utf-8") as f):
                 f.writelines(" ".join(pair[column]) + "\n" for pair in pairs)
     return {split: len(trees) for split, trees in splits.items()}
+
+
+class TreeConstraint:
+    """The decoders' `allowed` (chapter 6.1) for linearised trees: every output is one
+    well-formed tree with exactly one XX per word of its sentence. The state (depth,
+    words written, the innermost open label) is read off each prefix.
+
+    `max_extra` must be the decoders' own: a bracket opens only if the tree can still
+    be closed within n_words + max_extra tokens, which the decoders always allow."""
+
+    def __init__(self, vocab, max_extra, max_open_run=12):
+        pieces = {vocab.sp.id_to_piece(i): i for i in range(len(vocab))}
+        # sentencepiece marks a word start with U+2581: whole tree symbols carry it
+        whole = {p[1:]: i for p, i in pieces.items() if p.startswith("\u2581")}
+        labels = [s[1:] for s in whole
+                  if len(s) > 1 and s[0] == "(" and ")" + s[1:] in whole]
+        if "XX" not in whole or not labels:
+            raise ValueError("the vocabulary holds no whole tree symbols: learn it with "
+                             "whole_target_words (train_bpe's symbols)")
+        self.V, self.xx, self.max_open_run = len(vocab), whole["XX"], max_open_run
+        self.max_extra = max_extra
+        self.is_open = torch.zeros(self.V, dtype=torch.bool)
+        self.is_close = torch.zeros(self.V, dtype=torch.bool)
+        self.close_of = torch.zeros(self.V, dtype=torch.long)
+        for label in labels:
+            o, c = whole["(" + label], whole[")" + label]
+            self.is_open[o], self.is_close[c], self.close_of[o] = True, True, c
+        self.open_ids = self.is_open.nonzero().flatten()
+
+    def for_sentences(self, sentences):
+        """The `allowed` of a batch of source sentences (words separated by spaces)."""
+        n_words = torch.tensor([len(s.split()) for s in sentences])
+        return lambda prefix, rows: self.allowed(prefix, n_words.to(prefix.device)[rows])
+
+    def allowed(self, prefix, n_words):
+        """prefix [R, 1 + t] (starting with <s>), n_words [R] -> bool [R, V]."""
+        tok = prefix[:, 1:]
+        (R, t), dev = tok.shape, prefix.device
+        opens, closes = self.is_open.to(dev)[tok], self.is_close.to(dev)[tok]
+        depth_after = (opens.long() - closes.long()).cumsum(1)
+        position = torch.arange(1, t + 1, device=dev)
+        if t:
+            depth, last_open = depth_after[:, -1], opens[:, -1]
+            # the innermost open bracket: the last opening one at the current depth
+            at_depth = opens & (depth_after == depth[:, None])
+            inner = tok.gather(1, (position * at_depth).argmax(1, keepdim=True))[:, 0]
+            # how many opening brackets end the prefix (bounds unary chains)
+            open_run = t - (position * ~opens).amax(1)
+        else:
+            depth = open_run = torch.zeros(R, dtype=torch.long, device=dev)
+            last_open = torch.zeros(R, dtype=torch.bool, device=dev)
+            inner = depth
+        left = n_words - (tok == self.xx).sum(1)
+        mask = torch.zeros(R, self.V, dtype=torch.bool, device=dev)
+        # a word goes inside some bracket
+        mask[:, self.xx] = (depth > 0) & (left > 0)
+        # a bracket opens inside the root, or as the root; it will need a word, and
+        # then every open bracket a closing token, all before the decoders' limit
+        fits = t + 1 + left + (depth + 1) <= n_words + self.max_extra
+        may_open = ((left > 0) & ((depth > 0) | (t == 0)) & fits
+                    & (open_run < self.max_open_run))
+        mask[:, self.open_ids.to(dev)] = may_open[:, None]
+        # the innermost bracket closes once it holds something; the root after the
+        # last word
+        may_close = (depth > 0) & ~last_open & ((depth > 1) | (left == 0))
+        rows = may_close.nonzero()[:, 0]
+        mask[rows, self.close_of.to(dev)[inner[rows]]] = True
+        mask[:, EOS] = (depth == 0) & (left == 0) & (t > 0)
+        return mask
 
 
 def flat_tree(tagged, label="S"):
