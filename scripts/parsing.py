@@ -2,6 +2,8 @@
 
     python scripts/parsing.py        # prepares the corpus (runs/parsing-corpus), trains runs/parsing
                                      # round by round while dev F1 improves, decodes test, scores
+    python scripts/parsing.py --words-in-output    # the variant: the trees write each word itself
+                                     # instead of XX (runs/parsing-words, results/parsing-words)
 
 The target side is the linearised trees, each bracket and XX one whole vocabulary entry
 (the profile's whole_target_words), and decoding can only write well-formed trees with one XX per
@@ -33,8 +35,8 @@ from transformer.corpora import load_split  # noqa: E402
 from transformer.data import ParallelData, TokenArray, atomic_file, encode_pairs  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
 from transformer.evaluate import load_model, translate  # noqa: E402
-from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
-                                 read_treebank, with_tags)
+from transformer.parsing import (TreeConstraint, as_xx, bracket_scores, parse_output,  # noqa: E402
+                                 prepare_ptb, read_treebank, with_tags)
 from transformer.runlog import git_commit, hardware  # noqa: E402
 from transformer.selection import train_until_dev_stops  # noqa: E402
 from transformer.train import Profile, dev_loss  # noqa: E402
@@ -51,13 +53,17 @@ PROFILE = Profile("ptb-parse", "ptb", "base", "constituency parsing on the WSJ s
                   max_tokens=3000, tokens_per_step=3000, warmup_steps=400, lr_factor=0.8,
                   max_steps=ROUND, save_every_steps=ROUND, keep_last=2, average_last=1,
                   eval_every=ROUND, amp=False)
+# The variant beyond the paper: the output writes each word instead of XX, so that where the decoder is
+# in the sentence can be read off its own output. The brackets stay whole entries; the words get the
+# same BPE pieces on both sides, which the constraint makes the output copy.
+WORDS_PROFILE = PROFILE.replace(name="ptb-parse-words")
 BEAM, ALPHA, MAX_EXTRA = 21, 0.3, 300     # the paper's decoding settings for parsing
 
 
-def parse(model, vocab, trees, beam_size, constrained=True):
-    """The decoder's raw outputs for the sentences of `trees`."""
+def parse(model, vocab, trees, beam_size, constrained=True, copy=False):
+    """The decoder's raw outputs for the sentences of `trees` (copy: the variant that writes the words)."""
     sentences = [" ".join(t.leaves()) for t in trees]
-    constrain = TreeConstraint(vocab, MAX_EXTRA).for_sentences if constrained else None
+    constrain = TreeConstraint(vocab, MAX_EXTRA, copy).for_sentences if constrained else None
     return translate(model, vocab, sentences, beam_size=beam_size, alpha=ALPHA, max_extra=MAX_EXTRA,
                      batch_tokens=100_000, progress=False, constrain=constrain)
 
@@ -66,17 +72,17 @@ def score(outputs, gold):
     """(bracket scores, predicted trees with the gold tags, how many were well-formed/repaired/empty)."""
     predicted, status = [], Counter()
     for out, g in zip(outputs, gold):
-        tree, kind = parse_output(out.split(), g.leaves())
+        tree, kind = parse_output(as_xx(out.split()), g.leaves())
         status[kind] += 1
         predicted.append(None if tree is None else with_tags(tree, [tag for _, tag in g.pos()]))
     return bracket_scores(gold, predicted), predicted, dict(status)
 
 
-def dev_score(trees):
+def dev_score(trees, copy):
     """score(model, vocab) for train_until_dev_stops: greedy, constrained F1 on `trees`."""
     def score_fn(model, vocab):
         started = time.time()
-        scores, _, status = score(parse(model, vocab, trees, 1), trees)
+        scores, _, status = score(parse(model, vocab, trees, 1, copy=copy), trees)
         return {"dev_f1": round(scores["f1"], 3), "dev_status": status,
                 "dev_parse_seconds": round(time.time() - started, 1)}
     return score_fn
@@ -96,20 +102,26 @@ def shuffled_source_loss(model, vocab, pairs, seed=0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", default=str(ROOT / "runs" / "parsing"))
-    parser.add_argument("--results", default=str(ROOT / "results" / "parsing"))
+    parser.add_argument("--words-in-output", action="store_true",
+                        help="the variant whose trees write each word instead of XX")
+    parser.add_argument("--run", help="default runs/parsing, or runs/parsing-words for the variant")
+    parser.add_argument("--results", help="default results/parsing, or results/parsing-words")
     parser.add_argument("--treebank", help="folder of wsj_NNNN.mrg files (default: DATA/ptb-sample or NLTK's)")
     parser.add_argument("--max-minutes", type=float, default=60.0,
                         help="stop training after this many minutes even if dev F1 still improves")
     args = parser.parse_args(argv)
-    run, results = Path(args.run), Path(args.results)
+    copy = args.words_in_output
+    name = "parsing-words" if copy else "parsing"
+    profile = WORDS_PROFILE if copy else PROFILE
+    run = Path(args.run or ROOT / "runs" / name)
+    results = Path(args.results or ROOT / "results" / name)
     # the corpus and the selection live beside the run folder, not in it: a run folder holds only a run
     data_root = run.with_name(run.name + "-corpus")
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
-    counts = prepare_ptb(data_root, splits=treebank)
+    counts = prepare_ptb(data_root, splits=treebank, words_in_output=copy)
     curve, best, stopped = train_until_dev_stops(
-        PROFILE, run, data_root, dev_score(treebank["dev"]), "dev_f1", select_dir, ROUND, PATIENCE,
+        profile, run, data_root, dev_score(treebank["dev"], copy), "dev_f1", select_dir, ROUND, PATIENCE,
         MIN_ROUNDS, MAX_ROUNDS, args.max_minutes)
 
     model, vocab, _ = load_model(select_dir / "best.pt")
@@ -117,14 +129,14 @@ def main(argv=None):
     decoded = {}
     for name, beam, constrained in (("beam", BEAM, True), ("greedy", 1, True), ("greedy_unconstrained", 1, False)):
         started = time.time()
-        outputs = parse(model, vocab, gold, beam, constrained)
+        outputs = parse(model, vocab, gold, beam, constrained, copy)
         scores, predicted, status = score(outputs, gold)
         decoded[name] = (outputs, predicted, {
             **{k: round(v, 3) if isinstance(v, float) else v for k, v in scores.items()},
             "status": status, "distinct_outputs": len(set(outputs)),
             "minutes": round((time.time() - started) / 60, 2)})
     outputs, predicted, test = decoded["beam"]
-    xx = [out.split().count("XX") for out in outputs]
+    xx = [as_xx(out.split()).count("XX") for out in outputs]
     words = [len(t.leaves()) for t in gold]
     test["coverage"] = {"mean_words": sum(words) / len(words), "mean_xx": sum(xx) / len(xx),
                         "xx_equals_words": sum(x == w for x, w in zip(xx, words))}
@@ -138,9 +150,11 @@ def main(argv=None):
         shutil.copy(run / name, results / name)
     record = {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
-        "command": "python scripts/parsing.py", "splits": counts, "profile": PROFILE.name,
-        "model": PROFILE.model, "vocab_size": PROFILE.vocab_size, "lr_factor": PROFILE.lr_factor,
-        "warmup_steps": PROFILE.warmup_steps, "tokens_per_step": PROFILE.tokens_per_step,
+        "command": "python scripts/parsing.py" + (" --words-in-output" if copy else ""),
+        "output": "each word written itself" if copy else "each word written as XX (the paper's)",
+        "splits": counts, "profile": profile.name,
+        "model": profile.model, "vocab_size": profile.vocab_size, "lr_factor": profile.lr_factor,
+        "warmup_steps": profile.warmup_steps, "tokens_per_step": profile.tokens_per_step,
         "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
                      "train_minutes": curve[-1]["train_minutes"],
                      "train_pairs": curve[-1]["train_pairs"], "parameters": model.num_parameters(),

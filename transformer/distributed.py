@@ -164,7 +164,9 @@ def prepare_data(profile, out_dir, rt, data_root=None, log=print, poll_seconds=1
             pairs = pairs[:profile.train_pairs]
         log(f"{profile.corpus}: {len(pairs)} training pairs after cleaning "
             f"(dropped {dropped})")
-        symbols = (sorted({w for _, tgt in pairs for w in tgt.split()})
+        # the target side's own words (never on the source side) stay whole
+        symbols = (sorted({w for _, tgt in pairs for w in tgt.split()}
+                          - {w for src, _ in pairs for w in src.split()})
                    if profile.whole_target_words else ())
         vocab = train_bpe(pairs, profile.vocab_size, seed=profile.seed, symbols=symbols)
         train, too_long = encode_pairs(vocab, pairs, profile.max_len)

@@ -101,8 +101,9 @@ class Profile:
     max_len: int = 256
     # word-count ratio above which a training pair is dropped
     clean_ratio: float = 1.5
-    # keep every word of the target side whole, one vocabulary entry each (chapter
-    # 6.3's trees); False: the joint BPE splits both sides alike
+    # keep the target side's own words (those never seen on the source side) whole,
+    # one vocabulary entry each: chapter 6.3's brackets; False: the joint BPE splits
+    # both sides alike
     whole_target_words: bool = False
     train_pairs: int | None = None # use only the first n cleaned pairs (tests)
     max_tokens: int = 8192         # padded tokens per micro-batch per device
