@@ -2,8 +2,8 @@
 
     python scripts/parsing.py        # prepares the corpus (runs/parsing-corpus), trains runs/parsing
                                      # round by round while dev F1 improves, decodes test, scores
-    python scripts/parsing.py --words-in-output    # the variant: the trees write each word itself
-                                     # instead of XX (runs/parsing-words, results/parsing-words)
+    python scripts/parsing.py --share-embeddings   # the same with the paper's one embedding table
+                                     # for source, target and output (runs/parsing-tied, results/parsing-tied)
 
 The target side is the linearised trees, each bracket and XX one whole vocabulary entry
 (the profile's whole_target_words), and decoding can only write well-formed trees with one XX per
@@ -14,7 +14,8 @@ with the best dev F1 is the model (kept in runs/parsing-select/best.pt): the cho
 only. Killed at any point, the command resumes where it stopped.
 
 Test is then decoded as the paper did for parsing (beam 21, alpha 0.3, input length + 300 tokens)
-and also greedily; a diagnostic scores dev with the sources shuffled across sentences. Writes
+and also greedily. Diagnostics: dev loss with the sources shuffled across sentences, and whether the
+encoder tells words apart (how alike the source embeddings are, how much its output varies). Writes
 results/parsing/: results.json (dev curve, scores, diagnostics, hardware, date, commit, command),
 test.pred.mrg (one predicted tree per line, gold part-of-speech tags put back), test.raw.txt (the
 decoder's output) and the training logs.
@@ -28,42 +29,44 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split  # noqa: E402
-from transformer.data import ParallelData, TokenArray, atomic_file, encode_pairs  # noqa: E402
+from transformer.data import EOS, ParallelData, TokenArray, atomic_file, encode_pairs  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
 from transformer.evaluate import load_model, translate  # noqa: E402
-from transformer.parsing import (TreeConstraint, as_xx, bracket_scores, parse_output,  # noqa: E402
-                                 prepare_ptb, read_treebank, with_tags)
+from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
+                                 read_treebank, with_tags)
 from transformer.runlog import git_commit, hardware  # noqa: E402
 from transformer.selection import train_until_dev_stops  # noqa: E402
 from transformer.train import Profile, dev_loss  # noqa: E402
 
 # The paper's parser had 4 layers of d_model 1024 and a 16K vocabulary; here 4 layers of 128 and 4000
-# entries (the trees' own symbols among them, whole), for 3,400 training trees on a CPU.
+# entries (the trees' own symbols among them, whole), for 3,400 training trees on a CPU. The source and
+# the target use disjoint entries, so they get separate embedding tables (share_embeddings False): with
+# the paper's sharing, the output layer pushes every source piece the same way (chapter 6.3 measures it).
 ROUND = 100          # steps between dev evaluations: about one pass over the training trees
 PATIENCE = 4         # rounds without a better dev F1 before training stops
 MIN_ROUNDS = 15       # rounds trained before patience applies
 MAX_ROUNDS = 60
 PROFILE = Profile("ptb-parse", "ptb", "base", "constituency parsing on the WSJ sample, 2-core CPU",
-                  model={"N": 4, "d_model": 128, "d_ff": 512, "h": 4, "d_k": 32, "d_v": 32, "P_drop": 0.2},
+                  model={"N": 4, "d_model": 128, "d_ff": 512, "h": 4, "d_k": 32, "d_v": 32, "P_drop": 0.2,
+                         "share_embeddings": False},
                   vocab_size=4000, max_len=400, clean_ratio=10.0, whole_target_words=True,
                   max_tokens=3000, tokens_per_step=3000, warmup_steps=400, lr_factor=0.8,
                   max_steps=ROUND, save_every_steps=ROUND, keep_last=2, average_last=1,
                   eval_every=ROUND, amp=False)
-# The variant beyond the paper: the output writes each word instead of XX, so that where the decoder is
-# in the sentence can be read off its own output. The brackets stay whole entries; the words get the
-# same BPE pieces on both sides, which the constraint makes the output copy.
-WORDS_PROFILE = PROFILE.replace(name="ptb-parse-words")
+# the same with the paper's one table for source, target and output layer
+SHARED_PROFILE = PROFILE.replace(name="ptb-parse-shared", model={**PROFILE.model, "share_embeddings": True})
 BEAM, ALPHA, MAX_EXTRA = 21, 0.3, 300     # the paper's decoding settings for parsing
 
 
-def parse(model, vocab, trees, beam_size, constrained=True, copy=False):
-    """The decoder's raw outputs for the sentences of `trees` (copy: the variant that writes the words)."""
+def parse(model, vocab, trees, beam_size, constrained=True):
+    """The decoder's raw outputs for the sentences of `trees`."""
     sentences = [" ".join(t.leaves()) for t in trees]
-    constrain = TreeConstraint(vocab, MAX_EXTRA, copy).for_sentences if constrained else None
+    constrain = TreeConstraint(vocab, MAX_EXTRA).for_sentences if constrained else None
     return translate(model, vocab, sentences, beam_size=beam_size, alpha=ALPHA, max_extra=MAX_EXTRA,
                      batch_tokens=100_000, progress=False, constrain=constrain)
 
@@ -72,17 +75,17 @@ def score(outputs, gold):
     """(bracket scores, predicted trees with the gold tags, how many were well-formed/repaired/empty)."""
     predicted, status = [], Counter()
     for out, g in zip(outputs, gold):
-        tree, kind = parse_output(as_xx(out.split()), g.leaves())
+        tree, kind = parse_output(out.split(), g.leaves())
         status[kind] += 1
         predicted.append(None if tree is None else with_tags(tree, [tag for _, tag in g.pos()]))
     return bracket_scores(gold, predicted), predicted, dict(status)
 
 
-def dev_score(trees, copy):
+def dev_score(trees):
     """score(model, vocab) for train_until_dev_stops: greedy, constrained F1 on `trees`."""
     def score_fn(model, vocab):
         started = time.time()
-        scores, _, status = score(parse(model, vocab, trees, 1, copy=copy), trees)
+        scores, _, status = score(parse(model, vocab, trees, 1), trees)
         return {"dev_f1": round(scores["f1"], 3), "dev_status": status,
                 "dev_parse_seconds": round(time.time() - started, 1)}
     return score_fn
@@ -100,28 +103,43 @@ def shuffled_source_loss(model, vocab, pairs, seed=0):
             for name, d in (("own_sentence", data), ("another_sentence", shuffled))}
 
 
+@torch.no_grad()
+def encoder_diagnostics(model, vocab, sentences):
+    """Whether the encoder tells words apart: the mean cosine between the embeddings of the distinct source
+    pieces of `sentences`, and how much the encoder's output varies across the positions of a sentence
+    (standard deviation over positions, averaged over features and sentences)."""
+    ids = sorted({i for s in sentences for i in vocab.encode(s)})
+    table = torch.nn.functional.normalize(model.src_embed.lut.weight[ids], dim=-1)
+    cosine = table @ table.T
+    mean_cosine = (cosine.sum() - len(ids)) / (len(ids) ** 2 - len(ids))
+    spread = [model.encode(torch.tensor([vocab.encode(s) + [EOS]]))[0].std(dim=0).mean().item()
+              for s in sentences]
+    return {"source_pieces": len(ids), "mean_cosine_of_source_embeddings": round(mean_cosine.item(), 4),
+            "encoder_output_spread_over_positions": round(sum(spread) / len(spread), 6)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--words-in-output", action="store_true",
-                        help="the variant whose trees write each word instead of XX")
-    parser.add_argument("--run", help="default runs/parsing, or runs/parsing-words for the variant")
-    parser.add_argument("--results", help="default results/parsing, or results/parsing-words")
+    parser.add_argument("--share-embeddings", action="store_true",
+                        help="one embedding table for source, target and output layer, as in the paper's "
+                             "translation models")
+    parser.add_argument("--run", help="default runs/parsing, or runs/parsing-tied with --share-embeddings")
+    parser.add_argument("--results", help="default results/parsing, or results/parsing-tied")
     parser.add_argument("--treebank", help="folder of wsj_NNNN.mrg files (default: DATA/ptb-sample or NLTK's)")
     parser.add_argument("--max-minutes", type=float, default=60.0,
                         help="stop training after this many minutes even if dev F1 still improves")
     args = parser.parse_args(argv)
-    copy = args.words_in_output
-    name = "parsing-words" if copy else "parsing"
-    profile = WORDS_PROFILE if copy else PROFILE
+    name = "parsing-tied" if args.share_embeddings else "parsing"
+    profile = SHARED_PROFILE if args.share_embeddings else PROFILE
     run = Path(args.run or ROOT / "runs" / name)
     results = Path(args.results or ROOT / "results" / name)
     # the corpus and the selection live beside the run folder, not in it: a run folder holds only a run
     data_root = run.with_name(run.name + "-corpus")
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
-    counts = prepare_ptb(data_root, splits=treebank, words_in_output=copy)
+    counts = prepare_ptb(data_root, splits=treebank)
     curve, best, stopped = train_until_dev_stops(
-        profile, run, data_root, dev_score(treebank["dev"], copy), "dev_f1", select_dir, ROUND, PATIENCE,
+        profile, run, data_root, dev_score(treebank["dev"]), "dev_f1", select_dir, ROUND, PATIENCE,
         MIN_ROUNDS, MAX_ROUNDS, args.max_minutes)
 
     model, vocab, _ = load_model(select_dir / "best.pt")
@@ -129,14 +147,14 @@ def main(argv=None):
     decoded = {}
     for name, beam, constrained in (("beam", BEAM, True), ("greedy", 1, True), ("greedy_unconstrained", 1, False)):
         started = time.time()
-        outputs = parse(model, vocab, gold, beam, constrained, copy)
+        outputs = parse(model, vocab, gold, beam, constrained)
         scores, predicted, status = score(outputs, gold)
         decoded[name] = (outputs, predicted, {
             **{k: round(v, 3) if isinstance(v, float) else v for k, v in scores.items()},
             "status": status, "distinct_outputs": len(set(outputs)),
             "minutes": round((time.time() - started) / 60, 2)})
     outputs, predicted, test = decoded["beam"]
-    xx = [as_xx(out.split()).count("XX") for out in outputs]
+    xx = [out.split().count("XX") for out in outputs]
     words = [len(t.leaves()) for t in gold]
     test["coverage"] = {"mean_words": sum(words) / len(words), "mean_xx": sum(xx) / len(xx),
                         "xx_equals_words": sum(x == w for x, w in zip(xx, words))}
@@ -150,8 +168,7 @@ def main(argv=None):
         shutil.copy(run / name, results / name)
     record = {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
-        "command": "python scripts/parsing.py" + (" --words-in-output" if copy else ""),
-        "output": "each word written itself" if copy else "each word written as XX (the paper's)",
+        "command": "python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else ""),
         "splits": counts, "profile": profile.name,
         "model": profile.model, "vocab_size": profile.vocab_size, "lr_factor": profile.lr_factor,
         "warmup_steps": profile.warmup_steps, "tokens_per_step": profile.tokens_per_step,
@@ -167,6 +184,7 @@ def main(argv=None):
         "test_greedy": decoded["greedy"][2],
         "test_greedy_unconstrained": decoded["greedy_unconstrained"][2],
         "dev_nll_sources": shuffled_source_loss(model, vocab, dev_pairs),
+        "encoder": encoder_diagnostics(model, vocab, [s for s, _ in dev_pairs]),
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": git_commit(),
@@ -175,7 +193,7 @@ def main(argv=None):
     with atomic_file(results / "results.json") as tmp:
         tmp.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",
-                                              "dev_nll_sources")}, indent=1))
+                                              "dev_nll_sources", "encoder")}, indent=1))
 
 
 if __name__ == "__main__":

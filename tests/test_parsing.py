@@ -210,8 +210,10 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
         sys.path.pop(0)
     tiny = dict(model={"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16, "d_v": 16},
                 save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2)
-    monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(vocab_size=600, **tiny))
-    monkeypatch.setattr(script, "WORDS_PROFILE", script.WORDS_PROFILE.replace(vocab_size=600, **tiny))
+    monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
+        vocab_size=600, **tiny | {"model": tiny["model"] | {"share_embeddings": False}}))
+    monkeypatch.setattr(script, "SHARED_PROFILE", script.SHARED_PROFILE.replace(
+        vocab_size=600, **tiny | {"model": tiny["model"] | {"share_embeddings": True}}))
     for name, value in (("ROUND", 2), ("PATIENCE", 1), ("MIN_ROUNDS", 1), ("MAX_ROUNDS", 3), ("BEAM", 2), ("MAX_EXTRA", 10)):
         monkeypatch.setattr(script, name, value)
     argv = ["--run", str(tmp_path / "runs" / "parsing"), "--results", str(tmp_path / "results"),
@@ -234,78 +236,64 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
     script.main(argv)
     again = json.loads((tmp_path / "results" / "results.json").read_text())
     assert again["dev_curve"] == curve and again["test"] == record["test"] | {"minutes": again["test"]["minutes"]}
-    # the variant that writes the words: its own folders, and every output copies the sentence
-    script.main(argv[4:] + ["--words-in-output", "--run", str(tmp_path / "runs" / "parsing-words"),
-                            "--results", str(tmp_path / "results-words")])
-    words = json.loads((tmp_path / "results-words" / "results.json").read_text())
-    assert words["test"]["status"] == {"well-formed": words["splits"]["test"]}
-    assert words["command"].endswith("--words-in-output") and words["profile"] == "ptb-parse-words"
-    raw = (tmp_path / "results-words" / "test.raw.txt").read_text().splitlines()
-    assert "XX" not in raw[0].split()
+    assert set(again["encoder"]) == {"source_pieces", "mean_cosine_of_source_embeddings",
+                                     "encoder_output_spread_over_positions"}
+    # the paper's one table for source, target and output: its own folders
+    script.main(argv[4:] + ["--share-embeddings", "--run", str(tmp_path / "runs" / "parsing-tied"),
+                            "--results", str(tmp_path / "results-tied")])
+    tied = json.loads((tmp_path / "results-tied" / "results.json").read_text())
+    assert tied["command"].endswith("--share-embeddings") and tied["model"]["share_embeddings"]
+    assert not record["model"]["share_embeddings"]
 
 
 TREES = [T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))) (. .))"),
          T("(S (NP (NNS dogs)) (VP (VBP run) (ADVP (RB fast))))"),
          T("(S (NP (PRP He)) (VP (VBD gave) (PRT (RP up)) (, ,) (ADVP (RB then))) (. .))")]
-SENTENCES = ["the cat sat on a mat .", "dogs run fast", "He gave up , then .", "cat", "a b c d e f g h i j k",
-             "catalogues run"]
+SENTENCES = ["the cat sat on a mat .", "dogs run fast", "He gave up , then .", "cat", "a b c d e f g h i j k"]
 
 
-def tree_vocabulary(words_in_output):
+@pytest.fixture(scope="module")
+def tree_vocab():
     from transformer.data import train_bpe
-    from transformer.parsing import with_words
-    pairs = [(" ".join(w), " ".join(with_words(t, w) if words_in_output else t)) for w, t in map(linearize, TREES)]
-    # some other text, so that BPE has merges to learn beyond the byte and symbol entries
-    filler = [("catalogues and dogs ran quickly over a hundred mats", "many cats sat then gave up")] * 10
+    pairs = [(" ".join(w), " ".join(t)) for w, t in map(linearize, TREES)]
     # as the trainer does: the target side's own words stay whole
     symbols = {s for _, t in pairs for s in t.split()} - {w for s, _ in pairs for w in s.split()}
-    return train_bpe(pairs * 30 + filler, vocab_size=330, symbols=sorted(symbols))
+    return train_bpe(pairs * 30, vocab_size=310, symbols=sorted(symbols))
 
 
-@pytest.mark.parametrize("copy", [False, True])
 @pytest.mark.parametrize("beam_size", [1, 3])
 @pytest.mark.parametrize("max_extra", [3, 40])
-def test_constrained_decoding_writes_only_trees_over_the_words(copy, beam_size, max_extra):
-    """An untrained model, whose free outputs are not trees, writes one tree per sentence over exactly its words
-    (XX for each, or the words themselves), even with a tight length limit and words the vocabulary splits."""
+def test_constrained_decoding_writes_only_trees_over_the_words(tree_vocab, beam_size, max_extra):
+    """An untrained model, whose free outputs are not trees, writes one tree per sentence with one XX per word,
+    even when the length limit is tight."""
     import torch
 
     from transformer.evaluate import translate
     from transformer.model import Transformer, TransformerConfig
-    from transformer.parsing import as_xx
-    vocab = tree_vocabulary(copy)
-    constraint = TreeConstraint(vocab, max_extra=max_extra, copy=copy)
+    constraint = TreeConstraint(tree_vocab, max_extra=max_extra)
     for seed in range(3):
         torch.manual_seed(seed)
-        model = Transformer(TransformerConfig.preset("tiny"), len(vocab))
-        outputs = translate(model, vocab, SENTENCES, beam_size=beam_size, max_extra=max_extra,
+        model = Transformer(TransformerConfig.preset("tiny"), len(tree_vocab))
+        outputs = translate(model, tree_vocab, SENTENCES, beam_size=beam_size, max_extra=max_extra,
                             progress=False, constrain=constraint.for_sentences)
         for out, sentence in zip(outputs, SENTENCES):
-            tokens = out.split()
-            if copy:
-                assert [t for t in tokens if t[0] not in "()" or len(t) == 1] == sentence.split()
-            tree = delinearize(as_xx(tokens), sentence.split())
-            assert tree.leaves() == sentence.split()
+            assert delinearize(out.split(), sentence.split()).leaves() == sentence.split()
 
 
-@pytest.mark.parametrize("copy", [False, True])
-def test_the_constraint_allows_every_gold_tree_and_refuses_a_plain_vocabulary(copy):
+def test_the_constraint_allows_every_gold_tree_and_refuses_a_plain_vocabulary(tree_vocab):
     import torch
 
     from transformer.data import BOS, EOS, train_bpe
-    from transformer.parsing import with_words
-    vocab = tree_vocabulary(copy)
-    constraint = TreeConstraint(vocab, max_extra=300, copy=copy)
-    first = torch.tensor([0])
+    constraint = TreeConstraint(tree_vocab, max_extra=300)
     for tree in TREES:
         words, tokens = linearize(tree)
-        allowed = constraint.for_sentences([" ".join(words)])
-        ids = [BOS] + vocab.encode(" ".join(with_words(tokens, words) if copy else tokens)) + [EOS]
+        ids = [BOS] + tree_vocab.encode(" ".join(tokens)) + [EOS]
+        n = torch.tensor([len(words)])
         for t in range(1, len(ids)):
-            assert allowed(torch.tensor([ids[:t]]), first)[0, ids[t]], (tokens, t)
+            assert constraint.allowed(torch.tensor([ids[:t]]), n)[0, ids[t]], (tokens, t)
         # after the whole tree only the end; after the root's opening, never the end
-        assert allowed(torch.tensor([ids[:-1]]), first)[0].nonzero().flatten().tolist() == [EOS]
-        assert not allowed(torch.tensor([ids[:2]]), first)[0, EOS]
+        assert constraint.allowed(torch.tensor([ids[:-1]]), n)[0].nonzero().flatten().tolist() == [EOS]
+        assert not constraint.allowed(torch.tensor([ids[:2]]), n)[0, EOS]
     plain = train_bpe([(" ".join(w), " ".join(t)) for w, t in map(linearize, TREES)] * 30, vocab_size=300)
     with pytest.raises(ValueError, match="whole tree symbols"):
-        TreeConstraint(plain, max_extra=300, copy=copy)
+        TreeConstraint(plain, max_extra=300)

@@ -7,8 +7,8 @@ __all__ = [
     "MalformedTree", "linearize", "delinearize", "PTB_SAMPLE", "treebank_dir", "base_label",
     "clean_tree", "wsj_number", "file_split", "is_tree", "read_treebank", "repair", "parse_output",
     "PUNCTUATION_TAGS", "IGNORED_LABELS", "EQUAL_LABELS", "brackets", "with_tags", "bracket_scores",
-    "prepare_ptb", "is_bracket", "with_words", "as_xx", "TreeConstraint", "flat_tree",
-    "right_branching_tree", "grammar_tree", "PCFG", "pcfg_parse", "train_tagger",
+    "prepare_ptb", "TreeConstraint", "flat_tree", "right_branching_tree", "grammar_tree", "PCFG",
+    "pcfg_parse", "train_tagger",
 ]
 
 import re
@@ -307,20 +307,17 @@ def bracket_scores(gold_trees, predicted_trees):
             "exact_match": 100 * exact / len(gold_trees), "sentences": len(gold_trees)}
 
 
-def prepare_ptb(dest_root, treebank=None, splits=None, words_in_output=False):
+def prepare_ptb(dest_root, treebank=None, splits=None):
     """Write dest_root/ptb/{train,dev,test}.{words,tree}: sentences and their
     linearised trees. Returns counts.
 
     `splits` are trees already read by read_treebank(treebank), so a caller that also
-    scores against them reads the treebank once. words_in_output: the trees write each
-    word itself instead of XX (the variant of the section on reading the sentence)."""
+    scores against them reads the treebank once."""
     splits = read_treebank(treebank) if splits is None else splits
     out = Path(dest_root) / "ptb"
     out.mkdir(parents=True, exist_ok=True)
     for split, trees in splits.items():
         pairs = [linearize(t) for t in trees]
-        if words_in_output:
-            pairs = [(words, with_words(tokens, words)) for words, tokens in pairs]
         for suffix, column in (("words", 0), ("tree", 1)):
             with (atomic_file(out / f"{split}.{suffix}") as tmp,
                   open(tmp, "w", encoding="utf-8") as f):
@@ -328,42 +325,25 @@ def prepare_ptb(dest_root, treebank=None, splits=None, words_in_output=False):
     return {split: len(trees) for split, trees in splits.items()}
 
 
-def is_bracket(token):
-    return len(token) > 1 and token[0] in "()"
-
-
-def with_words(tokens, words):
-    """Linearised tokens with each XX replaced by its word, in order."""
-    words = iter(words)
-    return [tok if is_bracket(tok) else next(words) for tok in tokens]
-
-
-def as_xx(tokens):
-    """The inverse for scoring: every token that is not a bracket becomes XX."""
-    return [tok if is_bracket(tok) else "XX" for tok in tokens]
-
-
 class TreeConstraint:
     """The decoders' `allowed` (chapter 6.1) for linearised trees: every output is one
-    well-formed tree over exactly the words of its sentence. The state (depth, words
-    written, the innermost open label) is read off each prefix.
+    well-formed tree with exactly one XX per word of its sentence. The state (depth,
+    words written, the innermost open label) is read off each prefix.
 
-    By default each word is written as XX. With copy=True the output writes the
-    sentence's own pieces instead of XX (the variant "words in the output"), and
-    brackets may stand only between words. `max_extra` must be the decoders' own: a
-    bracket opens only if the tree can still be closed within the decoders' limit."""
+    `max_extra` must be the decoders' own: a bracket opens only if the tree can still
+    be closed within n_words + max_extra tokens, which the decoders always allow."""
 
-    def __init__(self, vocab, max_extra, copy=False, max_open_run=12):
+    def __init__(self, vocab, max_extra, max_open_run=12):
         pieces = {vocab.sp.id_to_piece(i): i for i in range(len(vocab))}
         # sentencepiece marks a word start with U+2581: whole tree symbols carry it
         whole = {p[1:]: i for p, i in pieces.items() if p.startswith("\u2581")}
         labels = [s[1:] for s in whole
                   if len(s) > 1 and s[0] == "(" and ")" + s[1:] in whole]
-        if "XX" not in whole and not copy or not labels:
+        if "XX" not in whole or not labels:
             raise ValueError("the vocabulary holds no whole tree symbols: learn it with "
                              "whole_target_words (train_bpe's symbols)")
-        self.vocab, self.copy, self.max_extra = vocab, copy, max_extra
-        self.V, self.xx, self.max_open_run = len(vocab), whole.get("XX"), max_open_run
+        self.V, self.xx, self.max_open_run = len(vocab), whole["XX"], max_open_run
+        self.max_extra = max_extra
         self.is_open = torch.zeros(self.V, dtype=torch.bool)
         self.is_close = torch.zeros(self.V, dtype=torch.bool)
         self.close_of = torch.zeros(self.V, dtype=torch.long)
@@ -371,27 +351,14 @@ class TreeConstraint:
             o, c = whole["(" + label], whole[")" + label]
             self.is_open[o], self.is_close[c], self.close_of[o] = True, True, c
         self.open_ids = self.is_open.nonzero().flatten()
-        self.word_start = torch.tensor([vocab.sp.id_to_piece(i).startswith("\u2581")
-                                        for i in range(self.V)])
 
     def for_sentences(self, sentences):
-        """The `allowed` of a batch of source sentences (words separated by spaces):
-        the tokens each sentence's words must be written as, and where words start."""
-        if self.copy:
-            seqs = self.vocab.encode(list(sentences))
-        else:
-            seqs = [[self.xx] * len(s.split()) for s in sentences]
-        longest = max(map(len, seqs)) + 1
-        words = torch.full((len(seqs), longest), EOS)
-        for i, seq in enumerate(seqs):
-            words[i, :len(seq)] = torch.tensor(seq, dtype=torch.long)
-        lengths = torch.tensor([len(s) for s in seqs])
-        return lambda prefix, rows: self.allowed(prefix, words.to(prefix.device)[rows],
-                                                 lengths.to(prefix.device)[rows])
+        """The `allowed` of a batch of source sentences (words separated by spaces)."""
+        n_words = torch.tensor([len(s.split()) for s in sentences])
+        return lambda prefix, rows: self.allowed(prefix, n_words.to(prefix.device)[rows])
 
-    def allowed(self, prefix, words, lengths):
-        """prefix [R, 1 + t] (starting with <s>), the tokens of each row's words
-        [R, W] and their number [R] -> bool [R, V]."""
+    def allowed(self, prefix, n_words):
+        """prefix [R, 1 + t] (starting with <s>), n_words [R] -> bool [R, V]."""
         tok = prefix[:, 1:]
         (R, t), dev = tok.shape, prefix.device
         opens, closes = self.is_open.to(dev)[tok], self.is_close.to(dev)[tok]
@@ -408,24 +375,19 @@ class TreeConstraint:
             depth = open_run = torch.zeros(R, dtype=torch.long, device=dev)
             last_open = torch.zeros(R, dtype=torch.bool, device=dev)
             inner = depth
-        # every token that is not a bracket writes the next token of the words
-        written = (~opens & ~closes).sum(1).clamp(max=words.size(1) - 1)
-        left = lengths - written
-        following = words.gather(1, written[:, None])[:, 0]
-        between_words = (left == 0) | self.word_start.to(dev)[following]
+        left = n_words - (tok == self.xx).sum(1)
         mask = torch.zeros(R, self.V, dtype=torch.bool, device=dev)
-        # the next word (or piece of it) goes inside some bracket
-        mask[torch.arange(R, device=dev), following] = (depth > 0) & (left > 0)
+        # a word goes inside some bracket
+        mask[:, self.xx] = (depth > 0) & (left > 0)
         # a bracket opens inside the root, or as the root; it will need a word, and
         # then every open bracket a closing token, all before the decoders' limit
-        fits = t + 1 + left + (depth + 1) <= lengths + self.max_extra
-        may_open = ((left > 0) & ((depth > 0) | (t == 0)) & fits & between_words
+        fits = t + 1 + left + (depth + 1) <= n_words + self.max_extra
+        may_open = ((left > 0) & ((depth > 0) | (t == 0)) & fits
                     & (open_run < self.max_open_run))
-        mask[:, self.open_ids.to(dev)] |= may_open[:, None]
+        mask[:, self.open_ids.to(dev)] = may_open[:, None]
         # the innermost bracket closes once it holds something; the root after the
         # last word
-        may_close = ((depth > 0) & ~last_open & ((depth > 1) | (left == 0))
-                     & between_words)
+        may_close = (depth > 0) & ~last_open & ((depth > 1) | (left == 0))
         rows = may_close.nonzero()[:, 0]
         mask[rows, self.close_of.to(dev)[inner[rows]]] = True
         mask[:, EOS] = (depth == 0) & (left == 0) & (t > 0)
