@@ -174,12 +174,13 @@ def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
         for row, i in enumerate(batch):
             src[row, :len(ids[i])] = torch.tensor(ids[i])
         src = src.to(device)
-        allowed = constrain([sentences[i] for i in batch]) if constrain else None
+        # `allowed` only when constrained, so that the readable decoders of chapter 6.1,
+        # which take no constraint, can stand in for the fast ones
+        limit = {"allowed": constrain([sentences[i] for i in batch])} if constrain else {}
         if beam_size == 1:
-            hyp = greedy_decode(model, src, BOS, EOS, max_extra, allowed=allowed)
+            hyp = greedy_decode(model, src, BOS, EOS, max_extra, **limit)
         else:
-            hyp = beam_search(model, src, BOS, EOS, beam_size, alpha, max_extra,
-                              allowed=allowed)
+            hyp = beam_search(model, src, BOS, EOS, beam_size, alpha, max_extra, **limit)
         for row, i in enumerate(batch):
             out[i] = vocab.decode(hyp[row])
     return out
