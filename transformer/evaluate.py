@@ -176,11 +176,13 @@ def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
         src = src.to(device)
         # `allowed` only when constrained, so that the readable decoders of chapter 6.1,
         # which take no constraint, can stand in for the fast ones
-        limit = {"allowed": constrain([sentences[i] for i in batch])} if constrain else {}
+        limit = ({"allowed": constrain([sentences[i] for i in batch])} if constrain
+                 else {})
         if beam_size == 1:
             hyp = greedy_decode(model, src, BOS, EOS, max_extra, **limit)
         else:
-            hyp = beam_search(model, src, BOS, EOS, beam_size, alpha, max_extra, **limit)
+            hyp = beam_search(model, src, BOS, EOS, beam_size, alpha, max_extra,
+                              **limit)
         for row, i in enumerate(batch):
             out[i] = vocab.decode(hyp[row])
     return out

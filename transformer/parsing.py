@@ -340,8 +340,8 @@ class TreeConstraint:
         labels = [s[1:] for s in whole
                   if len(s) > 1 and s[0] == "(" and ")" + s[1:] in whole]
         if "XX" not in whole or not labels:
-            raise ValueError("the vocabulary holds no whole tree symbols: learn it with "
-                             "whole_target_words (train_bpe's symbols)")
+            raise ValueError("the vocabulary holds no whole tree symbols: learn it "
+                             "with whole_target_words (train_bpe's symbols)")
         self.V, self.xx, self.max_open_run = len(vocab), whole["XX"], max_open_run
         self.max_extra = max_extra
         self.is_open = torch.zeros(self.V, dtype=torch.bool)
@@ -355,7 +355,8 @@ class TreeConstraint:
     def for_sentences(self, sentences):
         """The `allowed` of a batch of source sentences (words separated by spaces)."""
         n_words = torch.tensor([len(s.split()) for s in sentences])
-        return lambda prefix, rows: self.allowed(prefix, n_words.to(prefix.device)[rows])
+        return lambda prefix, rows: self.allowed(prefix,
+                                                 n_words.to(prefix.device)[rows])
 
     def allowed(self, prefix, n_words):
         """prefix [R, 1 + t] (starting with <s>), n_words [R] -> bool [R, V]."""
