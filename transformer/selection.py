@@ -7,23 +7,24 @@ __all__ = [
     "dev_ppl_at", "train_until_dev_stops",
 ]
 
-import csv
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from transformer.data import atomic_file
 from transformer.evaluate import load_model, save_model
+from transformer.runlog import read_log
 from transformer.train import train
 
 
 def dev_ppl_at(run, step):
     """The dev perplexity the trainer logged at `step`, or None."""
-    with open(Path(run) / "dev_log.csv", newline="") as f:
-        rows = [r for r in csv.DictReader(f) if int(r["step"]) == step]
-    return float(rows[-1]["dev_ppl"]) if rows else None
+    log = read_log(Path(run) / "dev_log.csv")
+    at_step = np.flatnonzero(log.get("step", np.array([])) == step)
+    return float(log["dev_ppl"][at_step[-1]]) if at_step.size else None
 
 
 def train_until_dev_stops(profile, run, data_root, score, key, select_dir, round_steps,
