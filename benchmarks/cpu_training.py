@@ -16,7 +16,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from transformer.runlog import read_log  # noqa: E402
-from transformer.train import get_profile, train  # noqa: E402
+from transformer.profiles import get_profile  # noqa: E402
+from transformer.train import train  # noqa: E402
 
 
 def main():

@@ -20,12 +20,10 @@ package's speed over each of the others. With --out it writes those numbers as a
 import argparse
 import contextlib
 import importlib
-import json
 import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
@@ -33,8 +31,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import transformer.evaluate as evaluate  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
-from transformer.decode import simple_beam_search, simple_greedy_decode  # noqa: E402
-from transformer.runlog import command_line, git_commit, hardware  # noqa: E402
+from transformer.checkpoint import load_model, run_profile  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
 
 
 attention = importlib.import_module("transformer.attention")   # the module, not the function of that name
@@ -49,16 +47,14 @@ def cat_append(cache, k, v):
 
 
 @contextlib.contextmanager
-def readable_decoders(cat_cache):
-    """evaluate.translate with the readable searches (and optionally the concatenating cache)."""
-    saved = evaluate.greedy_decode, evaluate.beam_search, attention.append_to_cache
-    evaluate.greedy_decode, evaluate.beam_search = simple_greedy_decode, simple_beam_search
-    if cat_cache:
-        attention.append_to_cache = cat_append
+def concatenating_cache():
+    """The attention layers with the cache as it was (the old cache is no longer in the package)."""
+    saved = attention.append_to_cache
+    attention.append_to_cache = cat_append
     try:
         yield
     finally:
-        evaluate.greedy_decode, evaluate.beam_search, attention.append_to_cache = saved
+        attention.append_to_cache = saved
 
 
 def main():
@@ -72,9 +68,9 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     run = Path(args.run)
-    profile = evaluate.run_profile(run)
+    profile = run_profile(run)
     average_last = profile.get("average_last", 1)
-    model, vocab, used = evaluate.load_model(run, average_last)
+    model, vocab, used = load_model(run, average_last)
     corpus = profile.get("corpus", "multi30k")
     pairs = load_split(corpus, "test")[:args.sentences]
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
@@ -82,10 +78,11 @@ def main():
     print(f"{run} ({', '.join(used)}): N={model.cfg.N} d_model={model.cfg.d_model} h={model.cfg.h}, "
           f"{params:,} parameters; {len(sources)} {corpus} test sentences; {args.threads} threads; torch {torch.__version__}")
 
+    # engine: (search, cache)
     engines = {
-        "readable + cat": lambda: readable_decoders(cat_cache=True),
-        "readable": lambda: readable_decoders(cat_cache=False),
-        "package": contextlib.nullcontext,
+        "readable + cat": ("readable", concatenating_cache),
+        "readable": ("readable", contextlib.nullcontext),
+        "package": ("fast", contextlib.nullcontext),
     }
     ct2_dir = Path(tempfile.mkdtemp(prefix="ct2-"))
     try:
@@ -103,8 +100,10 @@ def main():
     def translate(name, sentences, beam):
         if name in ct2:
             return ct2[name].translate(sentences, beam_size=beam, alpha=0.6, max_extra=50)
-        with engines[name]():
-            return evaluate.translate(model, vocab, sentences, beam_size=beam, alpha=0.6, max_extra=50, progress=False)
+        search, cache = engines[name]
+        with cache():
+            return evaluate.translate(model, vocab, sentences, beam_size=beam, alpha=0.6, max_extra=50, progress=False,
+                                      search=search)
 
     names = [n for n in [*engines, *ct2] if n not in args.skip]
     rows = []
@@ -132,12 +131,9 @@ def main():
         record = {"run": str(run), "checkpoints": used, "model": {"N": model.cfg.N, "d_model": model.cfg.d_model,
                   "h": model.cfg.h, "parameters": params}, "corpus": corpus, "split": "test", "sentences": len(sources),
                   "threads": args.threads, "alpha": 0.6, "max_extra": 50, "rows": rows,
-                  "bleu_signature": signature, "hardware": hardware(),
-                  "commit": git_commit(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  "command": command_line()}
+                  "bleu_signature": signature}
         out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(record, indent=1) + "\n")
+        write_record(out, record)
         print(f"wrote {out}")
 
 

@@ -46,15 +46,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))       # train_step.py, beside this file
-from train_step import (TorchReference, cpu_fused_adam_supported, cpu_name, encoded_corpus,  # noqa: E402
-                        reference_loss, reference_optimizer, reference_step)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the repository: transformer/, benchmarks/
+from benchmarks.train_step import (TorchReference, cpu_fused_adam_supported, encoded_corpus,  # noqa: E402
+                                   reference_loss, reference_optimizer, reference_step)
+from transformer.machine import cpu_name  # noqa: E402
 from transformer.data import PAD, BatchStream, collate, split_batch  # noqa: E402
 from transformer.model import Transformer, TransformerConfig  # noqa: E402
 from transformer.optim import build_optimizer  # noqa: E402
 from transformer.loss import label_smoothed_nll  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
-from transformer.train import PROFILES, batch_seed, train_step  # noqa: E402
+from transformer.profiles import PROFILES  # noqa: E402
+from transformer.step import batch_seed, train_step  # noqa: E402
 
 
 def model_flops(cfg, vocab, src_lengths, tgt_lengths):

@@ -53,8 +53,8 @@ from transformer.model import Transformer, TransformerConfig  # noqa: E402
 from transformer.optim import build_optimizer, rate  # noqa: E402
 from transformer.positional import sinusoidal_table  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
-from transformer.runlog import cpu_name  # noqa: E402
-from transformer.train import train_step  # noqa: E402
+from transformer.machine import cpu_name  # noqa: E402
+from transformer.step import train_step  # noqa: E402
 
 from transformer.corpora import load_split  # noqa: E402
 

@@ -24,14 +24,14 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from transformer.checkpoint import checkpoint_paths  # noqa: E402
+from transformer.checkpoint import checkpoint_paths, load_model, save_model  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
 from transformer.data import BOS, EOS  # noqa: E402
 from transformer.decode import length_penalty, simple_beam_search  # noqa: E402
-from transformer.evaluate import (attention_maps, evaluate_run, load_model, sacre_bleu, save_model,  # noqa: E402
-                                  translate)
-from transformer.runlog import git_commit, hardware  # noqa: E402
-from transformer.train import get_profile, train  # noqa: E402
+from transformer.evaluate import attention_maps, evaluate_run, sacre_bleu, translate  # noqa: E402
+from transformer.profiles import get_profile  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
+from transformer.train import train  # noqa: E402
 
 BEAM = 5
 AVERAGES = (1, 5, 10)              # how many of the last checkpoints to average (the profile keeps 10)
@@ -150,10 +150,7 @@ def main():
     results = {
         "task": f"{profile.corpus} English->German, test_2016_flickr",
         "command": command,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit_training": sorted({r["commit"] for r in run_info if r["commit"]}),
-        "commit_evaluation": git_commit(),
-        "hardware": hardware(),
         "profile": profile.name,
         "training": summary,
         "evaluation_minutes": round(eval_minutes, 1),
@@ -166,7 +163,7 @@ def main():
         "shipped_model": shipped_model,
     }
     (out / "worked_example.json").write_text(json.dumps(example, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    results = write_record(out / "results.json", results)
     print(json.dumps({key: v for key, v in results.items() if key != "dev_grid"}, indent=1, ensure_ascii=False))
 
 

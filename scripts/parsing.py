@@ -34,14 +34,16 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split  # noqa: E402
-from transformer.data import EOS, ParallelData, TokenArray, atomic_file, encode_pairs  # noqa: E402
+from transformer.data import EOS, ParallelData, TokenArray, encode_pairs  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
-from transformer.evaluate import load_model, translate  # noqa: E402
+from transformer.checkpoint import load_model  # noqa: E402
+from transformer.evaluate import translate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
                                  read_treebank, with_tags)
-from transformer.runlog import git_commit, hardware  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
 from transformer.selection import train_until_dev_stops  # noqa: E402
-from transformer.train import Profile, dev_loss  # noqa: E402
+from transformer.profiles import get_profile  # noqa: E402
+from transformer.step import dev_loss  # noqa: E402
 
 # The paper's parser had 4 layers of d_model 1024 and a 16K vocabulary; here 4 layers of 128 and 4000
 # entries (the trees' own symbols among them, whole), for 3,400 training trees on a CPU. The source and
@@ -50,16 +52,10 @@ from transformer.train import Profile, dev_loss  # noqa: E402
 ROUND = 100          # steps between dev evaluations: about one pass over the training trees
 PATIENCE = 4         # rounds without a better dev F1 before training stops
 MIN_ROUNDS = 15       # rounds trained before patience applies
-MAX_ROUNDS = 60
-PROFILE = Profile("ptb-parse", "ptb", "base", "constituency parsing on the WSJ sample, 2-core CPU",
-                  model={"N": 4, "d_model": 128, "d_ff": 512, "h": 4, "d_k": 32, "d_v": 32, "P_drop": 0.2,
-                         "share_embeddings": False},
-                  vocab_size=4000, max_len=400, clean_ratio=10.0, whole_target_words=True,
-                  max_tokens=3000, tokens_per_step=3000, warmup_steps=400, lr_factor=0.8,
-                  max_steps=ROUND, save_every_steps=ROUND, keep_last=2, average_last=1,
-                  eval_every=ROUND, amp=False)
-# the same with the paper's one table for source, target and output layer
-SHARED_PROFILE = PROFILE.replace(name="ptb-parse-shared", model={**PROFILE.model, "share_embeddings": True})
+MAX_ROUNDS = 60      # the profile's 6000 steps
+# transformer/profiles.py: 4 layers of 128, P_drop 0.2, separate tables; and the same with the paper's
+# one table for source, target and output layer
+PROFILE, SHARED_PROFILE = get_profile("ptb-parse"), get_profile("ptb-parse-shared")
 BEAM, ALPHA, MAX_EXTRA = 21, 0.3, 300     # the paper's decoding settings for parsing
 
 
@@ -168,7 +164,6 @@ def main(argv=None):
         shutil.copy(run / name, results / name)
     record = {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
-        "command": "python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else ""),
         "splits": counts, "profile": profile.name,
         "model": profile.model, "vocab_size": profile.vocab_size, "lr_factor": profile.lr_factor,
         "warmup_steps": profile.warmup_steps, "tokens_per_step": profile.tokens_per_step,
@@ -187,11 +182,9 @@ def main(argv=None):
         "encoder": encoder_diagnostics(model, vocab, [s for s, _ in dev_pairs]),
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": git_commit(),
-        "hardware": hardware(),
     }
-    with atomic_file(results / "results.json") as tmp:
-        tmp.write_text(json.dumps(record, indent=1) + "\n")
+    write_record(results / "results.json", record,
+                 "python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else ""))
     print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",
                                               "dev_nll_sources", "encoder")}, indent=1))
 

@@ -10,7 +10,6 @@ Writes results/parsing/baselines.json (scores, the dev grid, tagging accuracy, h
 command) and the PCFG's test trees, one per line: pcfg.gold_tags.test.pred.mrg, pcfg.tagger.test.pred.mrg.
 """
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from transformer.data import atomic_file  # noqa: E402
 from transformer.parsing import (PCFG, bracket_scores, flat_tree, pcfg_parse, read_treebank,  # noqa: E402
                                  right_branching_tree, train_tagger)
-from transformer.runlog import command_line, git_commit, hardware  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
 
 ORDERS = [(1, 1), (1, 2), (2, 1), (2, 2)]       # (horizontal, vertical) Markov orders tried on dev
 
@@ -84,7 +83,6 @@ def main(argv=None):
     record = {
         "task": "baselines for English constituency parsing on NLTK's 5% WSJ sample, split by file "
                 "(the split of results/parsing/results.json)",
-        "command": command_line().replace(str(ROOT) + "/", ""),
         "splits": {split: len(trees) for split, trees in treebank.items()},
         "dev_grid": grid, "chosen": {"horizontal": chosen["horizontal"], "vertical": chosen["vertical"],
                                      "by": "dev F1 with gold tags"},
@@ -94,11 +92,8 @@ def main(argv=None):
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (transformer.parsing.bracket_scores, "
                    "the scorer of results.json); all sentence lengths",
         "minutes": round((time.time() - started) / 60, 2),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": git_commit(),
-        "hardware": hardware(),
     }
-    with atomic_file(results / "baselines.json") as tmp:
-        tmp.write_text(json.dumps(record, indent=1) + "\n")
+    write_record(results / "baselines.json", record)
     for name, scores in test_scores.items():
         print(f"test, {name}: F1 {scores['f1']:.2f}")
 

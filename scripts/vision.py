@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
-from transformer.runlog import git_commit, hardware  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
 from transformer.vision import (DIGITS, DIGITS_CONFIG, DIGITS_TRAINING, VisionTransformer,  # noqa: E402
                                 accuracy, baseline_accuracy, digits_split, stratified_split,
                                 train_classifier)
@@ -74,11 +74,7 @@ def load_record(out):
 
 
 def save(record, out):
-    record.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), commit=git_commit(),
-                  hardware=hardware())
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(out)          # a kill never leaves half a record
+    record.update(write_record(out, record))
 
 
 def main(argv=None):

@@ -28,24 +28,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split, prepare_zh_en  # noqa: E402
-from transformer.data import atomic_file, encode_pairs  # noqa: E402
+from transformer.data import encode_pairs  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
-from transformer.evaluate import load_model, translate  # noqa: E402
-from transformer.runlog import git_commit, hardware  # noqa: E402
+from transformer.checkpoint import load_model  # noqa: E402
+from transformer.evaluate import translate  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
 from transformer.selection import train_until_dev_stops  # noqa: E402
-from transformer.train import Profile, dev_loss  # noqa: E402
+from transformer.profiles import get_profile  # noqa: E402
+from transformer.step import dev_loss  # noqa: E402
 
 # A small post-norm model with the paper's recipe for 6,800 pairs of news text; P_drop 0.3 and the
 # 6,000-entry vocabulary set in advance for so small a corpus (the paper: 0.1 and 37,000 for 4.5M pairs).
-ROUND = 100          # steps between dev evaluations: about one pass over the training pairs
+ROUND = 100          # steps between dev evaluations (the profile's eval_every): about one pass over the pairs
 PATIENCE = 5         # rounds without a better dev BLEU before training stops
 MIN_ROUNDS = 25       # rounds trained before patience applies: BLEU near 1 is mostly noise early on
-MAX_ROUNDS = 80
-PROFILE = Profile("zh-en", "zh-en", "small", "English->Chinese, 6.8k pairs, on a 2-core CPU",
-                  model={"d_model": 128, "d_ff": 512, "h": 4, "d_k": 32, "d_v": 32, "P_drop": 0.3},
-                  vocab_size=6000, max_len=150, clean_ratio=3.0, max_tokens=3000, tokens_per_step=3000,
-                  warmup_steps=400, lr_factor=0.8, max_steps=ROUND, save_every_steps=ROUND, keep_last=2,
-                  average_last=1, eval_every=ROUND, amp=False)
+MAX_ROUNDS = 80      # the profile's 8000 steps
+PROFILE = get_profile("zh-en")          # transformer/profiles.py: d_model 128, P_drop 0.3
 BEAM, ALPHA = 4, 0.6
 # a word written three times in a row: the mark of a model that has not learned when to move on
 REPEAT = re.compile(r"(\S+)( \1){2}")
@@ -80,7 +78,7 @@ def perplexity(model, vocab, pairs):
 
 
 def run(corpus, runs, data_root, max_minutes):
-    profile = PROFILE.replace(name=corpus, corpus=corpus)
+    profile = PROFILE.replace(name=corpus, corpus=corpus)     # zh-en-tutorial: that profile
     out = runs / corpus
     dev = load_split(corpus, "dev", data_root)
     curve, best, stopped = train_until_dev_stops(
@@ -137,10 +135,7 @@ def main(argv=None):
         shutil.copy(runs / corpus / "dev_log.csv", results / f"{corpus}.dev_log.csv")
         shutil.copy(runs / corpus / "train_log.csv", results / f"{corpus}.train_log.csv")
     record["memorisation_gap"] = round(record["zh-en-tutorial"]["test_bleu"] - record["zh-en"]["test_bleu"], 2)
-    record.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), commit=git_commit(),
-                  hardware=hardware())
-    with atomic_file(results / "results.json") as tmp:
-        tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    write_record(results / "results.json", record)
     print(json.dumps({k: v for k, v in record.items() if k not in ("zh-en", "zh-en-tutorial")},
                      indent=1, ensure_ascii=False))
 

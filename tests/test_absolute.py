@@ -14,10 +14,11 @@ from transformer.checkpoint import save_checkpoint
 from transformer.data import accumulation_steps, train_bpe
 from transformer.decode import beam_search, greedy_decode, length_penalty
 from transformer.embeddings import Embeddings
-from transformer.evaluate import load_model, sacre_bleu, split_compounds, tokenized_bleu, translate
+from transformer.checkpoint import load_model
+from transformer.evaluate import sacre_bleu, split_compounds, tokenized_bleu, translate
 from transformer.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
 from transformer.distributed import Runtime
-from transformer.train import train_step
+from transformer.step import train_step
 
 
 # --------------------------------------------------------- one training step --
@@ -345,7 +346,7 @@ def test_gradients_are_exchanged_after_the_last_micro_batch_only(monkeypatch):
     net = NoSyncRecorder(model)
     batches = micro_batches() + micro_batches()[:1]
     seen = []
-    monkeypatch.setattr("transformer.train.autocast", lambda device, amp: seen.append((device, amp)) or
+    monkeypatch.setattr("transformer.step.autocast", lambda device, amp: seen.append((device, amp)) or
                         contextlib.nullcontext())
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: 1.0)

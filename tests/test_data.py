@@ -184,7 +184,7 @@ def test_a_run_folder_made_before_whole_target_words_still_resumes(tmp_path):
     import json
 
     from transformer.distributed import check_run_data, data_manifest
-    from transformer.train import get_profile
+    from transformer.profiles import get_profile
     profile = get_profile("tiny")
     old = {k: v for k, v in data_manifest(profile).items() if k != "whole_target_words"}
     (tmp_path / "data.json").write_text(json.dumps(old))

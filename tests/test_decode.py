@@ -179,30 +179,17 @@ def test_fast_beam_search_keeps_the_first_of_equal_hypotheses():
 
 
 def decoder_rows_and_syncs(model, decode):
-    """Rows the decoder stack saw at each step, and the operators that made the host wait."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-    waits = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default,
-             torch.ops.aten.is_nonzero.default, torch.ops.aten.masked_select.default}
-
-    class Count(TorchDispatchMode):
-        syncs = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            bool_index = func in (torch.ops.aten.index.Tensor, torch.ops.aten.index_put_.default,
-                                  torch.ops.aten.index_put.default) and any(
-                isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1] if i is not None)
-            Count.syncs += func in waits or bool_index     # a boolean index needs nonzero() on the host
-            return func(*args, **kwargs)
-
+    """Rows the decoder stack saw at each step, and the operators that made the host wait (the
+    trainer's counter: one definition of a sync for the book, the benchmarks and the tests)."""
+    from transformer.syncs import HostSyncCounter
     rows = []
     hook = model.decoder.register_forward_pre_hook(lambda module, args: rows.append(args[0].size(0)))
     try:
-        with Count():
+        with HostSyncCounter() as counter:
             decode()
     finally:
         hook.remove()
-    return rows, Count.syncs
+    return rows, len(counter.syncs)
 
 
 @pytest.mark.parametrize("search", ["greedy", "beam"])
@@ -237,3 +224,13 @@ def test_the_cache_grows_in_place_and_matches_concatenation():
     assert len(buffers) == 3          # room for 16, then 34, then 70: three buffers for 40 steps
     got_k, _ = append_to_cache(cache, torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4))   # several at once
     assert got_k.size(2) == 45
+
+
+def test_scoring_a_sequence_leaves_the_model_in_its_mode():
+    model, src = make_model(), sources()
+    out = greedy_decode(model, src, BOS, EOS, max_extra=5)
+    model.train()
+    scores = sequence_logprob(model, src, out, BOS, EOS)
+    assert model.training and all(m.training for m in model.modules())
+    model.eval()
+    assert torch.equal(scores, sequence_logprob(model, src, out, BOS, EOS)) and not model.training

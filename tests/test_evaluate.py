@@ -9,8 +9,8 @@ from tests.conftest import need_corpus
 from transformer.corpora import load_split
 from transformer.checkpoint import save_checkpoint
 from transformer.data import EOS, PAD, train_bpe
-from transformer.evaluate import (average_checkpoints, evaluate_run, load_model, main, sacre_bleu, split_compounds,
-                                  tokenized_bleu, translate)
+from transformer.checkpoint import average_checkpoints, load_model
+from transformer.evaluate import evaluate_run, main, sacre_bleu, split_compounds, tokenized_bleu, translate
 from transformer import Transformer, TransformerConfig
 
 
@@ -178,7 +178,7 @@ def test_the_evaluation_command_s_defaults_and_help(finished_run, monkeypatch, c
         main(["--help"])
     usage = " ".join(capsys.readouterr().out.split())
     assert usage.startswith("usage: python -m transformer.evaluate ")
-    assert "Checkpoint averaging, translation of raw text, sacreBLEU and tokenised BLEU" in usage
+    assert "Translation of raw text, sacreBLEU and tokenised BLEU, and the evaluation of a run" in usage
     assert "--average AVERAGE average the last N checkpoints (default: the profile's) --beam BEAM beam size " \
            "(1: greedy; default 4) --alpha" in usage
     assert "--hyps HYPS write the translations to this file" in usage and "examples:" in usage
@@ -212,7 +212,7 @@ def test_a_saved_model_loads_alone_with_its_vocabulary_and_tied_weights(tmp_path
     import fractions
 
     from transformer.checkpoint import CheckpointError
-    from transformer.evaluate import save_model
+    from transformer.checkpoint import save_model
     need_corpus("multi30k", "dev")
     vocab = train_bpe(load_split("multi30k", "dev")[:300], vocab_size=500)
     torch.manual_seed(0)
@@ -239,3 +239,17 @@ def test_a_saved_model_loads_alone_with_its_vocabulary_and_tied_weights(tmp_path
     torch.save({"format": "transformer-model/1", "note": fractions.Fraction(1, 3)}, tmp_path / "odd.pt")
     with pytest.raises(CheckpointError):
         load_model(tmp_path / "odd.pt")
+
+
+def test_translate_runs_the_readable_or_the_fast_decoders_to_the_same_tokens():
+    vocab = train_bpe(list(zip(SOURCES, REFERENCES)) * 20, vocab_size=300)
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.preset("tiny", max_len=64), len(vocab)).eval()
+    for beam in (1, 4):
+        fast = translate(model, vocab, SOURCES, beam, max_extra=8, progress=False)
+        assert translate(model, vocab, SOURCES, beam, max_extra=8, progress=False,
+                         search="readable") == fast
+    with pytest.raises(ValueError, match="'fast' or 'readable'"):
+        translate(model, vocab, SOURCES, search="quick")
+    with pytest.raises(ValueError, match="take no constraint"):
+        translate(model, vocab, SOURCES, search="readable", constrain=lambda batch: None)

@@ -68,7 +68,7 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
     info = json.loads((out / "run_info.json").read_text())
     assert [r["commit"] for r in info][1:] == ["f" * 40]
     assert again["commit_training"] == sorted({info[0]["commit"]} - {None})
-    assert again["commit_evaluation"] == "f" * 40
+    assert again["commit"] == "f" * 40
 
     # the worked example: its winner is the best finished hypothesis under its alpha, and not under
     # alpha 0 exactly when the record says the length penalty changed the winner

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from tests.conftest import need_corpus
-from transformer.checkpoint import CheckpointError, checkpoint_paths, load_checkpoint
-from transformer.train import get_profile, train
+from transformer.checkpoint import CheckpointError, checkpoint_paths, checkpoint_weights
+from transformer.profiles import get_profile
+from transformer.train import train
 
 QUIET = dict(progress=False, device="cpu")
 
@@ -157,8 +158,8 @@ def test_an_interrupted_run_saves_its_step_and_says_how_to_resume(sig, finished,
     assert signal.getsignal(sig) in (signal.default_int_handler, signal.SIG_DFL)   # handlers given back
     resumed = train(tiny(eval_every=6, save_every_steps=100), out, log=messages.append, **QUIET)
     assert resumed["steps"] == 12 and resumed["stopped_by"] is None
-    straight = load_checkpoint(checkpoint_paths(finished)[-1])["model"]
-    again = load_checkpoint(checkpoint_paths(out)[-1])["model"]
+    straight = checkpoint_weights(checkpoint_paths(finished)[-1])
+    again = checkpoint_weights(checkpoint_paths(out)[-1])
     assert all(torch.equal(straight[k], again[k]) for k in straight)
 
 
@@ -195,14 +196,14 @@ def test_a_damaged_checkpoint_is_named_by_evaluate_and_deploy(run, tmp_path, cap
 
 
 def test_averaging_counts_below_one_are_refused(run):
-    from transformer.evaluate import load_model
+    from transformer.checkpoint import load_model
     for k in (0, -1):
         with pytest.raises(ValueError, match="at least 1"):
             load_model(run, average_last=k)
 
 
 def test_api_and_command_line_load_the_same_checkpoints_by_default(run):
-    from transformer.evaluate import load_model
+    from transformer.checkpoint import load_model
     _, _, used = load_model(run)
     assert used == [p.name for p in checkpoint_paths(run)[-json.loads((run / "profile.json").read_text())
                                                          ["average_last"]:]]
@@ -228,7 +229,8 @@ def test_deploy_refuses_a_folder_that_is_not_its_own(run, finished, tmp_path, ca
 
 
 def test_a_bare_string_is_translated_as_one_sentence(run):
-    from transformer.evaluate import load_model, translate
+    from transformer.checkpoint import load_model
+    from transformer.evaluate import translate
     model, vocab, _ = load_model(run)
     one = translate(model, vocab, "Ein Hund läuft.", beam_size=1, progress=False)
     assert isinstance(one, str)

@@ -3,9 +3,9 @@ and a second call that resumes instead of training again."""
 import json
 
 from tests.conftest import need_corpus
-from transformer.evaluate import load_model
+from transformer.checkpoint import load_model
 from transformer.selection import train_until_dev_stops
-from transformer.train import get_profile
+from transformer.profiles import get_profile
 
 
 def test_rounds_stop_by_patience_after_the_minimum_and_keep_the_best(tmp_path):

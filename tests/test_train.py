@@ -1,5 +1,6 @@
 """The training loop: a killed run resumes exactly; two processes equal one; checkpoints; the command line."""
 import copy
+import json
 import os
 import shutil
 import signal
@@ -11,10 +12,11 @@ import pytest
 import torch
 
 from tests.conftest import need_corpus
-from transformer.checkpoint import checkpoint_paths, load_checkpoint, load_latest_checkpoint
-from transformer.cli import main, parse_overrides
+from transformer.checkpoint import checkpoint_paths, checkpoint_weights, load_latest_checkpoint
+from transformer.cli import main
+from transformer.profiles import parse_overrides
 from transformer.runlog import read_log
-from transformer.train import PROFILES, get_profile
+from transformer.profiles import PROFILES, get_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--profile", "tiny", "--device", "cpu", "--no-progress"]
@@ -43,7 +45,7 @@ def finish(proc):
 
 
 def weights(out):
-    return load_checkpoint(checkpoint_paths(out)[-1])["model"]
+    return checkpoint_weights(checkpoint_paths(out)[-1])
 
 
 @pytest.fixture(scope="module")
@@ -212,3 +214,35 @@ def test_the_loop_gives_the_step_the_paper_s_loss_settings(straight, tmp_path, m
         assert (row["pad_id"], row["eps_ls"]) == (0, 0.1)
         assert row["n_tgt"] == row["hand_tokens"] == int(log["tgt_tokens"][step])
         assert float(log["loss"][step]) == pytest.approx(row["hand_loss"] / row["hand_tokens"], rel=1e-5)
+
+
+def test_every_profile_of_the_book_is_named_in_one_table_and_runs_by_name(capsys):
+    """The paper's, the CPU runs', the Table 3 sweep's, the parser's and the zh-en runs'."""
+    from transformer.model import PRESETS
+    assert {"wmt14-base", "wmt14-big", "multi30k-cpu", "tiny", "table3-cpu", "ptb-parse",
+            "ptb-parse-shared", "zh-en", "zh-en-tutorial"} <= set(PROFILES)
+    # the paper's runs are as long as their preset's train_steps (Table 3's column)
+    assert PROFILES["wmt14-base"].max_steps == PRESETS["base"]["train_steps"]
+    assert PROFILES["wmt14-big"].max_steps == PRESETS["big"]["train_steps"]
+    assert get_profile("tiny", max_steps=None).max_steps == PRESETS["tiny"]["train_steps"]
+    assert PROFILES["ptb-parse-shared"].model["share_embeddings"] and \
+        not PROFILES["ptb-parse"].model["share_embeddings"]
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = capsys.readouterr().out
+    assert all(f"  {name} " in listed for name in PROFILES)
+
+
+def test_a_results_record_carries_its_provenance_and_is_written_whole(tmp_path, monkeypatch):
+    from transformer import runlog
+    path = tmp_path / "results" / "r.json"
+    record = runlog.write_record(path, {"bleu": 1.5}, command="python scripts/x.py --y")
+    on_disk = json.loads(path.read_text())
+    assert on_disk == record and on_disk["bleu"] == 1.5
+    assert on_disk["command"] == "python scripts/x.py --y" and on_disk["hardware"]["cores"] >= 1
+    assert {"date", "commit"} <= set(on_disk)
+    # a failure while writing leaves the previous record whole
+    monkeypatch.setattr(runlog, "provenance", lambda command=None: {"bad": object()})
+    with pytest.raises(TypeError):
+        runlog.write_record(path, {"bleu": 2.0})
+    assert json.loads(path.read_text()) == on_disk and list(path.parent.iterdir()) == [path]

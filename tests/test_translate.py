@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import transformer
-from transformer.evaluate import load_model, main as evaluate_main, translate
+from transformer.checkpoint import load_model
+from transformer.evaluate import main as evaluate_main, translate
 from transformer.translate import SHIPPED_MODEL, Translator, main
 
 ROOT = Path(__file__).resolve().parents[1]

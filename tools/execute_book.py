@@ -27,7 +27,7 @@ import nbformat
 import torch
 from nbclient import NotebookClient
 
-from transformer.runlog import cpu_name
+from transformer.machine import cpu_name
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"

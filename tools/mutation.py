@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENT = ROOT / "tools" / "mutation_equivalent.txt"
 
-# What is scored: the model's modules whole, and the training step out of the trainer and data modules
-# (the rest of those is files, processes and command lines, tested by the slower tests).
+# What is scored: the model's modules whole, the training step out of step.py and data.py, and the model files
+# out of checkpoint.py (the rest of those is files, processes and command lines, tested by the slower tests).
 CORE = {
     "attention": ["transformer.attention.*"],
     "layers": ["transformer.layers.*"],
@@ -37,7 +37,10 @@ CORE = {
     "optim": ["transformer.optim.*"],
     "decode": ["transformer.decode.*"],
     "evaluate": ["transformer.evaluate.*"],
-    "training step": ["transformer.train.x_train_step__mutmut_*", "transformer.data.x_accumulation_steps__mutmut_*"],
+    # the model as evaluation loads it: averaging, the model file (until the trainer's split, part of evaluate)
+    "model files": [f"transformer.checkpoint.x_{f}__mutmut_*" for f in
+                    ("average_checkpoints", "run_profile", "save_model", "load_model")],
+    "training step": ["transformer.step.x_train_step__mutmut_*", "transformer.data.x_accumulation_steps__mutmut_*"],
 }
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 36: "timeout", 24: "timeout", -24: "timeout",

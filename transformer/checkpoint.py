@@ -6,11 +6,13 @@ section 5.2)."""
 __all__ = [
     "CheckpointError", "atomic_save", "checkpoint_file", "checkpoint_paths", "save_checkpoint",
     "UnreadableCheckpoint", "load_checkpoint", "load_latest_checkpoint", "capture_rng",
-    "restore_rng", "save_state", "check_same_model", "RunInUse", "RUN_FILES", "run_folder",
-    "run_lock",
+    "restore_rng", "save_state", "restore_state", "checkpoint_weights", "check_same_model",
+    "RunInUse", "RUN_FILES", "run_folder", "run_lock", "average_checkpoints", "run_profile",
+    "MODEL_FORMAT", "save_model", "load_model",
 ]
 
 import contextlib
+import json
 import os
 import pickle
 import random
@@ -20,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer.data import atomic_file
+from transformer.data import Vocab, atomic_file
+from transformer.model import Transformer, TransformerConfig
 
 
 class CheckpointError(RuntimeError):
@@ -154,6 +157,22 @@ def save_state(out_dir, step, model, optimizer, scheduler, stream_state, elapsed
                     keep=max(profile.keep_last, profile.average_last))
 
 
+def restore_state(ckpt, model, optimizer, scheduler, stream):
+    """Put a training checkpoint back into a freshly built model, optimizer, schedule,
+    batch stream and random generators. Returns (step, seconds of training so far)."""
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    scheduler.load_state_dict(ckpt["scheduler"])
+    stream.load_state_dict(ckpt["stream"])
+    restore_rng(ckpt["rng"])
+    return ckpt["step"], ckpt["elapsed_s"]
+
+
+def checkpoint_weights(path):
+    """The model weights of a training checkpoint."""
+    return load_checkpoint(path)["model"]
+
+
 def check_same_model(ckpt, cfg, vocab, path):
     """A resumed run must build the model its checkpoint holds, with the vocabulary it
     was trained with: say what differs."""
@@ -231,3 +250,97 @@ def run_lock(out_dir):
         yield
     finally:
         handle.close()
+
+
+def average_checkpoints(paths):
+    """The element-wise mean of the model weights stored in the given checkpoint
+    files."""
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("average_checkpoints needs at least one checkpoint")
+    total = None
+    for path in paths:
+        state = load_checkpoint(path)["model"]
+        if total is None:
+            total = {k: v.double() if v.is_floating_point() else v.clone()
+                     for k, v in state.items()}
+            continue
+        if state.keys() != total.keys():
+            raise ValueError(f"{path} holds a different model than {paths[0]}")
+        for k, v in state.items():
+            if v.shape != total[k].shape:
+                raise ValueError(f"{path}: {k} has shape {tuple(v.shape)}, "
+                                 f"{paths[0]} {tuple(total[k].shape)}")
+            if v.is_floating_point():
+                total[k] += v.double()
+    return {k: (v / len(paths)).float() if v.is_floating_point() else v
+            for k, v in total.items()}
+
+
+def run_profile(run_dir):
+    """The training profile a run folder recorded (profile.json) as a dict; {} for a
+    folder without one."""
+    path = Path(run_dir) / "profile.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+MODEL_FORMAT = "transformer-model/1"
+
+
+def save_model(model: Transformer, vocab: Vocab, path: str | Path,
+               dtype: torch.dtype = torch.float16) -> None:
+    """Write a trained model for use without its run folder: its weights (as `dtype`),
+    configuration and vocabulary, as tensors and plain data only (loaded with
+    weights_only=True). Tied weights stay one tensor in the file."""
+    converted = {}                   # one copy per storage: tied matrices stay tied
+    state = {}
+    for name, tensor in model.state_dict().items():
+        key = tensor.untyped_storage().data_ptr()
+        if key not in converted:
+            converted[key] = (tensor.detach().to(dtype) if tensor.is_floating_point()
+                              else tensor.detach())
+        state[name] = converted[key]
+    atomic_save({"format": MODEL_FORMAT, "model_config": asdict(model.cfg),
+                 "vocab": vocab.proto, "model": state}, path)
+
+
+def load_model(run_dir: str | Path, average_last: int | None = None,
+               device: str | torch.device = "cpu"
+               ) -> tuple[Transformer, Vocab, list[str]]:
+    """The model of a training run, averaged over its last `average_last` checkpoints
+    (by default as many as its profile averages, as `evaluate` does), and its
+    vocabulary; or, given a file written by save_model, that model (and [its name]).
+    Returns (model in eval mode, vocab, names of the files used)."""
+    if average_last is not None and (isinstance(average_last, bool)
+                                     or not isinstance(average_last, int)
+                                     or average_last < 1):
+        raise ValueError(f"average_last must be at least 1, got {average_last!r}")
+    if Path(run_dir).is_file():
+        try:
+            saved = load_checkpoint(run_dir)
+        except UnreadableCheckpoint as err:      # not a torch file, or a damaged one
+            raise ValueError(f"{run_dir} is not a model written by save_model "
+                             f"({err})") from None
+        if not isinstance(saved, dict) or saved.get("format") != MODEL_FORMAT:
+            raise ValueError(f"{run_dir} is not a model written by save_model "
+                             f"(no format {MODEL_FORMAT!r})")
+        model = Transformer(TransformerConfig(**saved["model_config"]),
+                            len(Vocab(saved["vocab"])))
+        model.load_state_dict({k: v.float() if v.is_floating_point() else v
+                               for k, v in saved["model"].items()})
+        return model.to(device).eval(), Vocab(saved["vocab"]), [Path(run_dir).name]
+    paths = checkpoint_paths(run_dir)
+    if not paths:
+        raise FileNotFoundError(f"no checkpoints in {Path(run_dir) / 'checkpoints'}; "
+                                f"train first (python -m transformer.train "
+                                f"--profile NAME --out {run_dir})")
+    average_last = average_last or run_profile(run_dir).get("average_last", 1)
+    if len(paths) < average_last:
+        raise ValueError(f"{run_dir} has {len(paths)} checkpoints, "
+                         f"cannot average the last {average_last}")
+    last = load_checkpoint(paths[-1])
+    cfg = TransformerConfig(**last["model_config"])
+    vocab = Vocab(last["vocab"])
+    model = Transformer(cfg, len(vocab))
+    model.load_state_dict(average_checkpoints(paths[-average_last:]))
+    return model.to(device).eval(), vocab, [p.name for p in paths[-average_last:]]

@@ -4,87 +4,23 @@
 5.2)."""
 
 __all__ = [
-    "parse_overrides", "EXAMPLES", "main",
+    "EXAMPLES", "main",
 ]
 
 import argparse
-import ast
 import json
 import os
 import shlex
 import signal
 import sys
-import types
-import typing
 from pathlib import Path
 
 import torch.distributed as dist
 
 from transformer.checkpoint import CheckpointError, RunInUse, run_folder
 from transformer.distributed import Runtime, prepare_data, resolve_device
-from transformer.model import TransformerConfig
-from transformer.train import (PROFILES, Profile, get_profile, resume_command,
-                               train)
-
-
-def _literal(text):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text        # a bare word such as `learned` is meant as a string
-
-
-def _accepts(hint, value):
-    """Does `value` fit the type annotation `hint` (int, float, bool, str, dict,
-    X | None)?"""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return any(_accepts(h, value) for h in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, typing.get_origin(hint) or hint)
-
-
-def parse_overrides(items, profile):
-    """['max_steps=50', 'model.P_drop=0.2'] -> changes for Profile.replace, checked
-    against the field types."""
-    profile_types = typing.get_type_hints(Profile)
-    model_types = typing.get_type_hints(TransformerConfig)
-    changes, model = {}, dict(profile.model)
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep:
-            raise ValueError(f"--set expects key=value, got {item!r}")
-        value = _literal(text)
-        if key.startswith("model."):
-            name, types_ = key[len("model."):], model_types
-        elif key not in ("name", "model"):
-            name, types_ = key, profile_types
-        else:
-            name, types_ = key, {}
-        if name not in types_:
-            known = ", ".join(sorted(types_)) if types_ is model_types else \
-                ", ".join(k for k in profile_types
-                          if k not in ("name", "model")) + ", model.FIELD"
-            raise ValueError(
-                f"--set {key}: unknown field {name!r}; choose from {known}")
-        if not _accepts(types_[name], value):
-            raise ValueError(f"--set {item}: {key} must be of type {types_[name]}, "
-                             f"got {value!r}")
-        if types_ is model_types:
-            model[name] = value
-        else:
-            changes[name] = value
-    if model != profile.model:
-        try:
-            TransformerConfig.preset(profile.preset, **model)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"--set {' '.join(items)}: {err}") from None
-        changes["model"] = model
-    return changes
+from transformer.profiles import PROFILES, get_profile, parse_overrides, resume_command
+from transformer.train import train
 
 
 EXAMPLES = """examples:

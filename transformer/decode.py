@@ -159,13 +159,17 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
 @torch.no_grad()
 def sequence_logprob(model, src, out, bos_id, eos_id):
     """log P(out | src) under the model, per sentence; `out` as returned by the
-    decoders."""
-    model.eval()
+    decoders. Scored without dropout; the model's mode is restored afterwards."""
     pad = model.cfg.pad_id
     tgt_in = torch.cat([torch.full_like(out[:, :1], bos_id), out[:, :-1]], dim=1)
     tgt_in = tgt_in.masked_fill(tgt_in == eos_id, pad)
-    logp = (model(src, tgt_in).float().log_softmax(-1)
-            .gather(-1, out.unsqueeze(-1)).squeeze(-1))
+    was_training = model.training
+    model.eval()
+    try:
+        logits = model(src, tgt_in)
+    finally:
+        model.train(was_training)
+    logp = logits.float().log_softmax(-1).gather(-1, out.unsqueeze(-1)).squeeze(-1)
     return logp.masked_fill(out == pad, 0.0).sum(dim=1)
 
 

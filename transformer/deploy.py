@@ -14,7 +14,8 @@ from pathlib import Path
 
 from transformer.checkpoint import CheckpointError
 from transformer.data import Vocab
-from transformer.evaluate import length_batches, load_model, positive_int
+from transformer.checkpoint import load_model
+from transformer.evaluate import length_batches, positive_int
 
 
 def refuse_unconvertible(cfg):

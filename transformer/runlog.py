@@ -3,8 +3,8 @@
 """Run records and training logs (paper section 5.2)."""
 
 __all__ = [
-    "command_line", "git_commit", "cpu_name", "hardware", "record_run_info", "append_log",
-    "truncate_log", "read_log", "tensorboard_writer",
+    "command_line", "git_commit", "provenance", "write_record", "record_run_info", "append_log",
+    "truncate_log", "read_log", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
 ]
 
 import csv
@@ -18,15 +18,23 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
+import transformer
 from transformer.data import atomic_file
+from transformer.machine import cpu_name, hardware
 
 
 def command_line():
-    """This process's command, quoted for a shell so that it can be pasted back."""
+    """This process's command, quoted for a shell so that it can be pasted back: a
+    module run as `python -m`, a script by its path in the repository."""
     argv = list(sys.argv)
+    repository = Path(transformer.__file__).resolve().parent.parent
     if argv and argv[0].endswith(os.path.join("transformer", "train.py")):
         argv[0:1] = ["python", "-m", "transformer.train"]
+    elif argv and Path(argv[0]).resolve().is_relative_to(repository):
+        script = Path(argv[0]).resolve().relative_to(repository)
+        argv[0:1] = ["python", script.as_posix()]
     return shlex.join(argv)
 
 
@@ -36,31 +44,29 @@ def git_commit():
     import subprocess
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                              text=True, cwd=Path(__file__).parent,
+                              text=True, cwd=Path(transformer.__file__).parent,
                               timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
 
 
-def cpu_name():
-    """The processor's model name (from /proc/cpuinfo on Linux), for results records."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+def provenance(command=None):
+    """What every results record says of its making: date, commit, hardware and the
+    command that wrote it."""
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "commit": git_commit(), "hardware": hardware(),
+            "command": command or command_line()}
 
 
-def hardware():
-    """The machine, for a results record: CPU, cores, torch threads and version, the
-    CPU kernels torch runs (AVX2, AVX512, DEFAULT...: they round differently), and the
-    GPU if one is used."""
-    return {"cpu": cpu_name(), "cores": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-            "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
-            "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
+def write_record(path, record, command=None):
+    """Write a results record as JSON, its provenance added, atomically: a run killed
+    while writing leaves the previous record whole. Returns the record written."""
+    record = {**record, **provenance(command or record.get("command"))}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path) as tmp:
+        Path(tmp).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n",
+                             encoding="utf-8")
+    return record
 
 
 def record_run_info(out_dir, rt):
@@ -114,3 +120,69 @@ def tensorboard_writer(out_dir):
     except ImportError:       # TensorBoard is optional; the CSV log always exists
         return None
     return SummaryWriter(str(Path(out_dir) / "tensorboard"))
+
+
+LOG_FIELDS = ["step", "epoch", "loss", "nll", "ppl", "lr", "src_tokens", "tgt_tokens",
+              "tokens_per_s", "elapsed_s"]
+DEV_FIELDS = ["step", "elapsed_s", "dev_loss", "dev_nll", "dev_ppl"]
+
+
+class TrainingLogs:
+    """A run's training and dev logs (CSV, and TensorBoard where it is installed) and
+    its progress bar. Only the main process writes; a resumed run first cuts the logs
+    back to the step of its checkpoint."""
+
+    def __init__(self, out_dir, profile, step, show=True, main=True):
+        self.out_dir, self.main, self.minutes = Path(out_dir), main, profile.max_minutes
+        if main:
+            truncate_log(self.out_dir / "train_log.csv", LOG_FIELDS, step)
+            truncate_log(self.out_dir / "dev_log.csv", DEV_FIELDS, step)
+        self.writer = tensorboard_writer(out_dir) if main else None
+        # with a time budget the step count at the end is unknown: the bar counts steps
+        # and shows minutes
+        self.bar = tqdm(total=None if self.minutes else profile.max_steps, initial=step,
+                        unit="step", desc=profile.name, dynamic_ncols=True,
+                        disable=not (show and main))
+        self.pending = None
+
+    def step(self, row, sums, flush=False):
+        """Log a finished step. `sums` (its summed loss and NLL) may still be on the
+        device: it is read when the next step is logged, after that step was queued,
+        or at once with flush=True."""
+        if not self.main:
+            return
+        if self.pending:
+            self._write(*self.pending)
+        self.pending = (row, sums)
+        if flush:
+            self._write(row, sums)
+            self.pending = None
+        self.bar.update(1)
+
+    def _write(self, row, sums):
+        loss_tok, nll_tok = (sums / row["tgt_tokens"]).tolist()
+        row.update(loss=loss_tok, nll=nll_tok, ppl=float(np.exp(nll_tok)))
+        append_log(self.out_dir / "train_log.csv", LOG_FIELDS, row)
+        if self.writer:
+            for key in ("loss", "ppl", "lr", "tokens_per_s"):
+                self.writer.add_scalar(f"train/{key}", row[key], row["step"])
+        self.bar.set_postfix(loss=f"{loss_tok:.3f}", lr=f"{row['lr']:.2e}",
+                             tok_s=f"{row['tokens_per_s']:.0f}",
+                             min=f"{row['elapsed_s'] / 60:.1f}"
+                             + (f"/{self.minutes:g}" if self.minutes else ""))
+
+    def dev(self, step, elapsed, scores):
+        """Log a dev evaluation; returns its perplexity."""
+        append_log(self.out_dir / "dev_log.csv", DEV_FIELDS,
+                   dict(step=step, elapsed_s=elapsed, **scores))
+        if self.writer:
+            self.writer.add_scalar("dev/ppl", scores["dev_ppl"], step)
+        return scores["dev_ppl"]
+
+    def close(self):
+        if self.pending:
+            self._write(*self.pending)
+            self.pending = None
+        self.bar.close()
+        if self.writer:
+            self.writer.close()

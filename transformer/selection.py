@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from transformer.data import atomic_file
-from transformer.evaluate import load_model, save_model
+from transformer.checkpoint import load_model, save_model
 from transformer.runlog import read_log
 from transformer.train import train
 

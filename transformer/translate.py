@@ -17,7 +17,8 @@ import transformer
 from transformer.checkpoint import CheckpointError
 from transformer.data import Vocab
 from transformer.distributed import resolve_device
-from transformer.evaluate import check_writable, load_model, positive_int, translate
+from transformer.checkpoint import load_model
+from transformer.evaluate import check_writable, positive_int, translate
 from transformer.model import Transformer
 
 # The averaged Multi30k model of chapter 6.1, part 2 (results/multi30k-cpu/results.json

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import torch
 
-from transformer.data import atomic_file
 from transformer.evaluate import evaluate_run
 from transformer.model import PRESETS, TransformerConfig
 from transformer.paper import TABLE3
-from transformer.runlog import command_line, git_commit, hardware, read_log
-from transformer.train import Profile, train
+from transformer.profiles import PROFILES
+from transformer.runlog import read_log, write_record
+from transformer.train import train
 
 # Table 3's order: base, A1-A4, B1-B2, C1-C7, D1-D4, E, big
 ROWS = list(TABLE3)
@@ -33,12 +33,8 @@ SCALE = 4
 # the base row is trained with each, to measure seed-to-seed spread
 NOISE_SEEDS = (1, 2, 3)
 
-SWEEP = Profile(
-    "table3-cpu", "multi30k", "base",
-    "one Table 3 row at a quarter of the width: 400 steps on a 2-core CPU",
-    vocab_size=8000, max_len=100, clean_ratio=3.0, max_tokens=1500,
-    tokens_per_step=1500, warmup_steps=100, lr_factor=0.12, max_steps=400,
-    save_every_steps=100, keep_last=1, average_last=1, eval_every=400, amp=False)
+# the sweep's data and schedule (transformer/profiles.py)
+SWEEP = PROFILES["table3-cpu"]
 
 
 def check_row(row):
@@ -106,15 +102,8 @@ def run_row(row, seed=1, runs_dir="runs/table3", results_dir="results/table3",
         "train_minutes": round(summary["train_minutes"], 2),
         "eval_minutes": round((time.time() - started) / 60, 2),
         "profile": asdict(profile),
-        "commit": git_commit(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "hardware": hardware(),
-        "command": command or command_line(),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_file(out) as tmp:
-        Path(tmp).write_text(json.dumps(record, indent=1) + "\n")
-    return record
+    return write_record(out, record, command)
 
 
 def sweep_plan(rows=None):
