@@ -1,9 +1,15 @@
 """Training throughput of a CPU profile: tokens/s (source + target, padding excluded) per step.
 
     .venv/bin/python benchmarks/cpu_training.py [--profile multi30k-cpu] [--steps 30] [--threads 2]
+    .venv/bin/python benchmarks/cpu_training.py --profile table3-cpu --compare
 
 Runs the real training loop (transformer.train.train) for a few steps in a temporary folder and
 prints the median tokens/s and seconds per step over the steps after the first few (warm-up).
+
+--compare measures, in one process and in this order, the trainer as it was (glibc's default allocator
+settings, float32), then with freed memory kept in the process (transformer.distributed.keep_freed_memory),
+then also with bfloat16 autocast (only where the CPU has bfloat16 instructions), and prints each one's
+speed as a ratio to the first, with the training loss after the same steps (same seed) beside it.
 """
 import argparse
 import platform
@@ -15,9 +21,22 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from transformer.runlog import read_log  # noqa: E402
+from transformer.distributed import keep_freed_memory  # noqa: E402
+from transformer.machine import cpu_has_bf16, cpu_name  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
+from transformer.runlog import read_log  # noqa: E402
 from transformer.train import train  # noqa: E402
+
+
+def measure(profile, steps):
+    """(median tokens/s, median s/step, loss of the last step) of `steps` training steps."""
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = train(profile, tmp, progress=False, log=lambda msg: None)
+        log = read_log(Path(tmp) / "train_log.csv")
+    skip = min(5, steps // 3)
+    tok = statistics.median(log["tokens_per_s"][skip:])
+    sec = statistics.median((log["src_tokens"] + log["tgt_tokens"])[skip:] / log["tokens_per_s"][skip:])
+    return tok, sec, float(log["loss"][-1]), summary
 
 
 def main():
@@ -25,19 +44,32 @@ def main():
     parser.add_argument("--profile", default="multi30k-cpu")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--compare", action="store_true",
+                        help="the default allocator and float32, against the kept memory and bfloat16")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     profile = get_profile(args.profile, max_steps=args.steps, max_minutes=None, save_every_steps=10**9,
-                          save_every_minutes=None, eval_every=10**9)
-    with tempfile.TemporaryDirectory() as tmp:
-        summary = train(profile, tmp, progress=False, log=lambda msg: None)
-        log = read_log(Path(tmp) / "train_log.csv")
-    skip = min(5, args.steps // 3)
-    tok = statistics.median(log["tokens_per_s"][skip:])
-    sec = statistics.median((log["src_tokens"] + log["tgt_tokens"])[skip:] / log["tokens_per_s"][skip:])
-    print(f"profile {profile.name} ({summary['parameters']:,} parameters, ≤{profile.max_tokens} tokens per batch) "
-          f"on {platform.machine()} CPU, {args.threads} threads, torch {torch.__version__}")
-    print(f"median over steps {skip + 1}-{args.steps}: {tok:.0f} tokens/s, {sec:.2f} s/step")
+                          save_every_minutes=None, eval_every=10**9, amp=False)
+    print(f"profile {profile.name}, ≤{profile.max_tokens} tokens per batch, on {cpu_name()} ({platform.machine()}), "
+          f"{args.threads} threads, torch {torch.__version__}, bfloat16 instructions: {cpu_has_bf16()}")
+    if not args.compare:
+        tok, sec, _, summary = measure(profile, args.steps)
+        print(f"{summary['parameters']:,} parameters; median over steps after the warm-up: {tok:.0f} tokens/s, "
+              f"{sec:.2f} s/step")
+        return
+    rows = [("as before (default allocator, float32)", profile, None)]
+    rows.append(("freed memory kept in the process", profile, keep_freed_memory))
+    if cpu_has_bf16():
+        rows.append(("kept memory + bfloat16 autocast", profile.replace(amp=True), None))
+    first = None
+    for name, prof, setup in rows:
+        if setup is not None and not setup():
+            print(f"{name}: not available here (needs glibc)")
+            continue
+        tok, sec, loss, _ = measure(prof, args.steps)
+        first = first or tok
+        print(f"{name:40} {tok:7.0f} tokens/s  {sec:5.2f} s/step  x{tok / first:4.2f}  "
+              f"loss after {args.steps} steps {loss:.3f}")
 
 
 if __name__ == "__main__":

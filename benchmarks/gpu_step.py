@@ -153,7 +153,7 @@ def run_variant(name, cfg, vocab, steps, device, args, compile_backend):
     """Build one variant, warm it up over the steps, time them; returns its measurements."""
     clock = Clock(device)
     rt = Runtime(rank=0, world=1, device=device)
-    amp = not args.no_amp
+    amp = not args.no_amp and device.type == "cuda"    # bfloat16 on a GPU; the CPU smoke run stays float32
     bf16 = amp and device.type == "cuda" and torch.cuda.is_bf16_supported()
     torch.manual_seed(0)
     if name == "ours":

@@ -238,7 +238,8 @@ def main(argv=None):
         model, optimizer, scheduler = variants[name]
         n_tgt = count_tokens(batch)[1]
         if name.startswith("ours"):
-            return train_step(model, optimizer, scheduler, [batch], n_tgt, cfg.eps_ls, PAD, rt, amp=True)
+            return train_step(model, optimizer, scheduler, [batch], n_tgt, cfg.eps_ls, PAD, rt,
+                              amp=False)     # float32, as the reference
         return reference_step(model, optimizer, scheduler, [batch], n_tgt, cfg.eps_ls, PAD)
 
     last = {}

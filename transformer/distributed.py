@@ -4,11 +4,12 @@
 group, and data prepared once for all processes (paper section 5.2)."""
 
 __all__ = [
-    "Runtime", "resolve_device", "runtime_from_env", "DIST_TIMEOUT", "init_distributed", "barrier",
-    "stop_now", "StopRequest", "DATA_FIELDS", "DATA_FIELD_DEFAULTS", "data_manifest",
-    "check_run_data", "prepare_data",
+    "Runtime", "resolve_device", "keep_freed_memory", "runtime_from_env", "DIST_TIMEOUT",
+    "init_distributed", "barrier", "stop_now", "StopRequest", "DATA_FIELDS", "DATA_FIELD_DEFAULTS",
+    "data_manifest", "check_run_data", "prepare_data",
 ]
 
+import ctypes
 import json
 import os
 import signal
@@ -51,6 +52,20 @@ def resolve_device(name, local_rank=0, cuda_available=None):
         if device.index is None:
             device = torch.device("cuda", local_rank)
     return device
+
+
+def keep_freed_memory():
+    """Keep freed memory inside the process instead of handing it back to the system
+    (glibc only: no mmap for large blocks, no trimming of the heap). A CPU training
+    step frees and allocates the same large activations every step; memory handed
+    back returns as fresh pages that the kernel must zero first. Returns whether it
+    applied."""
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):       # not glibc: macOS, Windows, musl
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
 
 
 def runtime_from_env(device=None):

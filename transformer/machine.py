@@ -4,7 +4,7 @@
 (paper section 1's timings are the first)."""
 
 __all__ = [
-    "cpu_name", "hardware",
+    "cpu_name", "cpu_has_bf16", "hardware",
 ]
 
 import os
@@ -26,6 +26,18 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
+def cpu_has_bf16():
+    """Whether the CPU multiplies bfloat16 numbers natively (x86: AVX512-BF16 or AMX;
+    ARM: the bf16 feature). Elsewhere bfloat16 is emulated, and slower than float32."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return False
+    flags = {flag for line in lines if line.startswith(("flags", "Features"))
+             for flag in line.split(":", 1)[1].split()}
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
 def hardware():
     """The machine, for a results record: CPU, cores, torch threads and version, the
     CPU kernels torch runs (AVX2, AVX512, DEFAULT...: they round differently), and the
@@ -33,4 +45,5 @@ def hardware():
     return {"cpu": cpu_name(), "cores": os.cpu_count(),
             "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
             "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
+            "cpu_bf16": cpu_has_bf16(),
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}

@@ -63,7 +63,7 @@ class Profile:
     average_last: int = 5
     eval_every: int = 1000
     seed: int = 1
-    amp: bool = True               # bfloat16 autocast, where the GPU supports it
+    amp: bool = True               # bfloat16 autocast, where the hardware has it
     compile: bool = False
 
     def __post_init__(self):

@@ -16,6 +16,7 @@ import torch
 
 from transformer.data import PAD, BatchStream, collate, split_batch
 from transformer.loss import label_smoothed_nll
+from transformer.machine import cpu_has_bf16
 
 
 def batch_seed(seed, step, index):
@@ -23,9 +24,12 @@ def batch_seed(seed, step, index):
 
 
 def autocast(device, amp=True):
-    """bfloat16 autocast on GPUs that support it; otherwise a no-op context."""
+    """bfloat16 autocast where the hardware multiplies in bfloat16 (GPUs that support
+    it, CPUs with bfloat16 instructions); otherwise a no-op context."""
     if amp and device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.autocast("cuda", dtype=torch.bfloat16)
+    if amp and device.type == "cpu" and cpu_has_bf16():
+        return torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
