@@ -253,3 +253,133 @@ def test_translate_runs_the_readable_or_the_fast_decoders_to_the_same_tokens():
         translate(model, vocab, SOURCES, search="quick")
     with pytest.raises(ValueError, match="take no constraint"):
         translate(model, vocab, SOURCES, search="readable", constrain=lambda batch: None)
+
+
+def test_length_batches_fill_up_to_the_longest_possible_output():
+    from transformer.evaluate import length_batches
+    # by length: 1 (len 1), 2 (3), 0 (5), 3 (8); a batch costs sentences x beam x (longest + max_extra)
+    # [1, 2]: 2 x 2 x (3 + 2) = 20, exactly the budget; adding 0 would cost 3 x 2 x 7 = 42
+    assert length_batches([5, 1, 3, 8], beam_size=2, max_extra=2, batch_tokens=20) == [[1, 2], [0], [3]]
+    assert length_batches([5, 1, 3, 8], beam_size=2, max_extra=2, batch_tokens=19) == [[1], [2], [0], [3]]
+    # a sentence longer than the budget still gets a batch of its own
+    assert length_batches([50], beam_size=4, max_extra=50, batch_tokens=10) == [[0]]
+    assert length_batches([], 4, 50, 100) == []
+
+
+def test_sacre_bleu_is_cased_unless_asked_otherwise():
+    hyps, refs = ["ein Hund rennt über die Wiese ."], ["Ein Hund rennt über die Wiese ."]
+    cased, signature = sacre_bleu(hyps, refs)
+    lowered, signature_lc = sacre_bleu(hyps, refs, lowercase=True)
+    assert cased < 100 and lowered == pytest.approx(100.0)
+    assert "case:mixed" in signature and "case:lc" in signature_lc
+
+
+def test_evaluate_run_wants_a_source_and_a_reference_file_together(tmp_path):
+    (tmp_path / "src.en").write_text("a\n")
+    with pytest.raises(ValueError, match="give both a source file and a reference file, or neither"):
+        evaluate_run(tmp_path, src=tmp_path / "src.en")
+    with pytest.raises(ValueError, match="give both a source file and a reference file, or neither"):
+        evaluate_run(tmp_path, ref=tmp_path / "src.en")
+
+
+def test_evaluate_run_scores_a_pair_of_files_cased_and_lowercased(finished_run, tmp_path, monkeypatch):
+    run, root, calls = finished_run
+    src, ref = tmp_path / "in.en", tmp_path / "ref.de"
+    src.write_text("\n".join(SOURCES[:3]) + "\n", encoding="utf-8")
+    # the oracle's output, against references that differ in case (one word) and in one word
+    refs = ["Ein Hund rennt im Park .", "zwei Männer spielen heute Fußball .", "die Post kam gestern an ."]
+    ref.write_text("\n".join(refs) + "\n", encoding="utf-8")
+    result = evaluate_run(run, src=src, ref=ref, progress=False)
+    assert result["sources"] == SOURCES[:3] and result["references"] == refs
+    assert result["hypotheses"] == REFERENCES[:3] and result["sentences"] == 3
+    assert (result["corpus"], result["split"]) == (None, str(src))
+    import sacrebleu
+    cased = sacrebleu.corpus_bleu(REFERENCES[:3], [refs]).score
+    lowered = sacrebleu.corpus_bleu(REFERENCES[:3], [refs], lowercase=True).score
+    assert cased < lowered < 100 and round(lowered, 2) != round(lowered, 3)
+    assert result["sacrebleu"] == round(cased, 2) and result["sacrebleu_lowercase"] == round(lowered, 2)
+    assert "case:lc" in result["sacrebleu_lowercase_signature"]
+    ref.write_text("\n".join(refs[:2]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="has 3 lines but .* has 2: they must be line-aligned"):
+        evaluate_run(run, src=src, ref=ref, progress=False)
+
+
+def test_a_whole_number_of_at_least_one(capsys):
+    import argparse
+    from transformer.evaluate import positive_int
+    assert positive_int("1") == 1 and positive_int("12") == 12
+    for bad in ("0", "-3", "x", "1.5", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"expected a whole number of at least 1, got {bad!r}"):
+            positive_int(bad)
+
+
+def test_the_evaluation_command_scores_files_and_refuses_bad_requests_with_one_line(finished_run, tmp_path,
+                                                                                     capsys):
+    run, root, _ = finished_run
+    src, ref = tmp_path / "in.en", tmp_path / "ref.de"
+    src.write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
+    ref.write_text("\n".join(REFERENCES) + "\n", encoding="utf-8")
+    main([str(run), "--src", str(src), "--ref", str(ref), "--device", "cpu"])
+    out, err = capsys.readouterr()
+    printed = json.loads(out)
+    assert printed["split"] == str(src) and printed["sentences"] == 4 and printed["sacrebleu"] == pytest.approx(100)
+    assert json.dumps(printed, indent=1) == out.strip()
+    assert err.splitlines()[-1].split("\r")[-1].startswith(
+        "BLEU 100.0 (sacreBLEU, cased; 100.0 lowercased) on 4 sentences of ")
+    assert "averaging 2 checkpoint(s)" in err and "translations in" not in err
+    ref.write_text("one line\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as stop:
+        main([str(run), "--src", str(src), "--ref", str(ref)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("python -m transformer.evaluate: error: ")
+    assert "they must be line-aligned" in err and "usage:" not in err
+    with pytest.raises(SystemExit) as stop:
+        main([str(run), "--src", str(src)])
+    assert stop.value.code == 2 and "give both a source file and a reference file" in capsys.readouterr().err
+
+
+def test_the_evaluation_command_describes_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    usage = " ".join(capsys.readouterr().out.split())
+    for text in ("run_dir a training run folder, or a model file written by save_model",
+                 "--split SPLIT the split of the run's corpus to score (default test)",
+                 "--src SRC score on this source file instead of a split (one sentence a line; needs --ref)",
+                 "--ref REF the reference translations of --src",
+                 "--alpha ALPHA length penalty exponent (default 0.6)",
+                 "--data-dir DATA_DIR corpus cache directory (default $TRANSFORMER_DATA)",
+                 "--device DEVICE cpu, cuda or cuda:N (default: a GPU if there is one)",
+                 "examples: python -m transformer.evaluate runs/m30k"):
+        assert text in usage, text
+
+
+def test_the_evaluation_command_names_what_it_cannot_use(finished_run, tmp_path, capsys):
+    run, root, _ = finished_run
+    with pytest.raises(SystemExit) as stop:
+        main([str(tmp_path / "nothing")])
+    assert stop.value.code == 2 and "no run folder or model file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(run), "--hyps", str(tmp_path / "missing" / "out.de")])
+    assert f"the folder {tmp_path / 'missing'} does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(run), "--hyps", str(tmp_path)])
+    assert "is a folder; give a file name" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(run), "--src", str(tmp_path / "absent.en"), "--ref", str(tmp_path / "absent.de")])
+    assert "cannot read " in capsys.readouterr().err
+    (tmp_path / "bare").mkdir()
+    with pytest.raises(ValueError, match="has no profile.json naming its corpus"):
+        evaluate_run(tmp_path / "bare")
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            main([str(run), "--device", "cuda"])
+        assert "no CUDA GPU" in capsys.readouterr().err
+
+
+def test_the_evaluation_command_says_where_it_wrote_the_translations(finished_run, capsys):
+    run, root, _ = finished_run
+    main([str(run), "--split", "dev", "--data-dir", str(root)])
+    summary = capsys.readouterr().err.rstrip().splitlines()[-1]
+    assert summary.endswith("averaging 2 checkpoint(s)")
+    main([str(run), "--split", "dev", "--data-dir", str(root), "--hyps", str(run / "h.de")])
+    assert capsys.readouterr().err.rstrip().endswith(f"; translations in {run / 'h.de'}")

@@ -6,8 +6,10 @@ import pytest
 from tests.conftest import need_corpus
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
-from transformer.variations import (ROWS, SWEEP, compare, load_records, main, record_path, row_profile, run_row,
-                                    scaled_config, seed_spread, sweep_plan)
+from transformer import variations
+from transformer.variations import (LONG, LONG_SCALE, ROWS, SWEEP, choose_budget, compare, load_records, main,
+                                    plateaued, record_path, row_epochs, row_profile, run_row, run_row_epochs,
+                                    scaled_config, second_seeds, seed_spread, sweep_plan)
 
 
 def test_table3_rows_are_the_presets_and_every_row_scales():
@@ -70,10 +72,78 @@ def test_one_row_end_to_end_writes_a_record_and_resumes(tmp_path, monkeypatch):
 
 
 def test_the_command_lists_rows_and_refuses_unknown_ones(tmp_path, capsys):
-    (tmp_path / "A1-seed1.json").write_text("{}")
+    (tmp_path / "A1-seed1.json").write_text('{"row": "A1", "seed": 1, "dev_bleu": 1, "dev_ppl": 9}')
     main(["A1", "B2", "--list", "--results", str(tmp_path)])
     out = capsys.readouterr().out
     assert "A1    seed 1: done" in out and "B2    seed 1: to run" in out
     with pytest.raises(SystemExit):
         main(["Z1", "--list"])
     assert "unknown Table 3 row 'Z1'" in capsys.readouterr().err
+
+
+def curve(*ppl):
+    return [{"epoch": i + 1, "dev_ppl": p} for i, p in enumerate(ppl)]
+
+
+def test_dev_perplexity_levels_off_by_the_protocol_s_rule():
+    falling = curve(*[100 * 0.9 ** i for i in range(12)])          # 10% better every epoch
+    assert not plateaued(falling)
+    flat = curve(*[100 * 0.9 ** i for i in range(8)], *[47.9] * 4)  # the last fifth (3 epochs) gains nothing
+    assert plateaued(flat)
+    assert not plateaued(flat[:9])                                  # fewer than the minimum epochs
+    # 1.5% better over the last fifth: levelled off; 3%: not
+    assert plateaued(curve(*[50] * 9, 49.25)) and not plateaued(curve(*[50] * 9, 48.5))
+
+
+def test_the_converged_sweep_scales_by_8_and_gives_big_three_times_the_budget():
+    assert row_profile("base", 1, LONG, LONG_SCALE).model == {"d_model": 64, "d_ff": 256, "d_k": 8, "d_v": 8}
+    assert row_profile("A4", 1, LONG, LONG_SCALE).model["d_k"] == 2
+    assert row_epochs("big", {"budget_epochs": 7}) == 21 and row_epochs("C3", {"budget_epochs": 7}) == 7
+
+
+def test_rows_within_the_base_seed_range_get_a_second_seed():
+    records = {("base", s): {"dev_bleu": b, "dev_ppl": p} for s, b, p in ((1, 20, 10), (2, 21, 11), (3, 22, 12))}
+    records["A1", 1] = {"dev_bleu": 15, "dev_ppl": 20}      # far from base on both
+    records["A2", 1] = {"dev_bleu": 21.5, "dev_ppl": 30}    # near by BLEU
+    records["A3", 1] = {"dev_bleu": 5, "dev_ppl": 12.5}     # near by perplexity
+    records["A4", 1], records["A4", 2] = {"dev_bleu": 21, "dev_ppl": 11}, {"dev_bleu": 21, "dev_ppl": 11}
+    assert sorted(second_seeds(records)) == [("A2", 2), ("A3", 2)]
+    assert second_seeds({("base", 1): records["base", 1], ("A2", 1): records["A2", 1]}) == []
+
+
+def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, monkeypatch):
+    root = need_corpus("multi30k", "train", "dev")
+    monkeypatch.setattr(variations, "LONG", LONG.replace(train_pairs=300, vocab_size=400, max_len=40,
+                                                         max_tokens=1000, tokens_per_step=1000, warmup_steps=4,
+                                                         amp=False))
+    monkeypatch.setattr(variations, "PILOT_LR", (0.5, 1.0))
+    monkeypatch.setattr(variations, "PILOT_EPOCHS", 1)
+    monkeypatch.setattr(variations, "MIN_EPOCHS", 2)
+    monkeypatch.setattr(variations, "MAX_EPOCHS", 3)
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    quiet = dict(dev_sentences=4, progress=False, log=lambda msg: None)
+    protocol = choose_budget(runs, results, root, **quiet)
+    assert [p["lr_factor"] for p in protocol["pilot"]] == [0.5, 1.0]
+    assert all(len(p["dev_curve"]) == 1 for p in protocol["pilot"])
+    best = min(protocol["pilot"], key=lambda p: p["dev_curve"][0]["dev_ppl"])
+    assert protocol["chosen"]["lr_factor"] == best["lr_factor"]
+    long = protocol["base_long"]["dev_curve"]
+    assert 2 <= len(long) <= 3 and protocol["budget_epochs"] == len(long)
+    assert long[0] == best["dev_curve"][0]          # the pilot's run, continued
+    assert [p["step"] for p in long] == [protocol["steps_per_epoch"] * (i + 1) for i in range(len(long))]
+    assert json.loads((results / "protocol.json").read_text()) == protocol and "commit" in protocol
+    # read back, not decided again
+    monkeypatch.setattr(variations, "train", lambda *a, **k: pytest.fail("trained again"))
+    assert choose_budget(runs, results, root, **quiet) == protocol
+    # the base row's first seed is the protocol's run, cut at the budget
+    base = run_row_epochs("base", 1, protocol, runs, results, root, command="test", **quiet)
+    assert base["dev_curve"] == [{k: p[k] for k in ("epoch", "dev_ppl", "dev_bleu")} for p in long]
+    assert base["epochs"] == long[-1]["epoch"] and base["command"] == "test"
+    monkeypatch.undo()
+    monkeypatch.setattr(variations, "LONG", LONG.replace(train_pairs=300, vocab_size=400, max_len=40,
+                                                         max_tokens=1000, tokens_per_step=1000, warmup_steps=4,
+                                                         amp=False))
+    c1 = run_row_epochs("C1", 1, {**protocol, "budget_epochs": 2}, runs, results, root, **quiet)
+    assert len(c1["dev_curve"]) == 2 and c1["config"]["N"] == 2 and c1["config"]["d_model"] == 64
+    assert c1["steps"] == 2 * protocol["steps_per_epoch"] and c1["dev_ppl"] == c1["dev_curve"][-1]["dev_ppl"]
+    assert load_records(results).keys() == {("base", 1), ("C1", 1)}
