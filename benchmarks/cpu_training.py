@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/cpu_training.py [--profile multi30k-cpu] [--steps 30] [--threads 2]
     .venv/bin/python benchmarks/cpu_training.py --profile table3-cpu --compare
+    .venv/bin/python benchmarks/cpu_training.py --profile table3-epochs --row big --scale 8 --threads 1
 
 Runs the real training loop (transformer.train.train) for a few steps in a temporary folder and
 prints the median tokens/s and seconds per step over the steps after the first few (warm-up).
@@ -44,12 +45,17 @@ def main():
     parser.add_argument("--profile", default="multi30k-cpu")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--row", help="a Table 3 row: the profile with that row's model (transformer.variations)")
+    parser.add_argument("--scale", type=int, default=8, help="the row's widths divided by this (with --row)")
     parser.add_argument("--compare", action="store_true",
                         help="the default allocator and float32, against the kept memory and bfloat16")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     profile = get_profile(args.profile, max_steps=args.steps, max_minutes=None, save_every_steps=10**9,
                           save_every_minutes=None, eval_every=10**9, amp=False)
+    if args.row:
+        from transformer.variations import row_profile
+        profile = row_profile(args.row, 1, profile, args.scale)
     print(f"profile {profile.name}, ≤{profile.max_tokens} tokens per batch, on {cpu_name()} ({platform.machine()}), "
           f"{args.threads} threads, torch {torch.__version__}, bfloat16 instructions: {cpu_has_bf16()}")
     if not args.compare:

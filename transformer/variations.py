@@ -74,7 +74,8 @@ def record_path(results_dir, row, seed):
     return Path(results_dir) / f"{row}-seed{seed}.json"
 
 
-def run_row(row, seed=1, runs_dir="runs/table3-short", results_dir="results/table3-short",
+def run_row(row, seed=1, runs_dir="runs/table3-short",
+            results_dir="results/table3-short",
             base=SWEEP, data_root=None, dev_sentences=None, progress=True,
             command=None):
     """The 400-step sweep: train (or resume) one row, score it on the dev set and write
@@ -164,7 +165,8 @@ PLATEAU_GAIN = 0.02              # less than 2% better over the last fifth: leve
 
 def data_size(profile, run, data_root=None):
     """(optimizer steps in one pass over the training data, vocabulary size)."""
-    vocab, data, _ = prepare_data(profile, run, Runtime(), data_root, log=lambda m: None)
+    vocab, data, _ = prepare_data(profile, run, Runtime(), data_root,
+                                  log=lambda m: None)
     stream = BatchStream(data, profile.tokens_per_step, seed=profile.seed)
     return len(stream.batches(0)), len(vocab)
 
@@ -320,7 +322,8 @@ def main(argv=None):
     parser.add_argument("--runs", help="where the run folders go (default runs/table3, "
                                        "or runs/table3-short)")
     parser.add_argument("--results", help="where the records go, one JSON per row "
-                                          "(default results/table3 or results/table3-short)")
+                                          "(default results/table3, or "
+                                          "results/table3-short)")
     parser.add_argument("--data-dir",
                         help="corpus cache directory (default $TRANSFORMER_DATA)")
     parser.add_argument("--threads", type=int,
