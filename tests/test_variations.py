@@ -132,6 +132,7 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     assert long[0] == best["dev_curve"][0]          # the pilot's run, continued
     assert [p["step"] for p in long] == [protocol["steps_per_epoch"] * (i + 1) for i in range(len(long))]
     assert json.loads((results / "protocol.json").read_text()) == protocol and "commit" in protocol
+    assert json.loads((results / "pilot.json").read_text())["pilot"] == protocol["pilot"]
     # read back, not decided again
     monkeypatch.setattr(variations, "train", lambda *a, **k: pytest.fail("trained again"))
     assert choose_budget(runs, results, root, **quiet) == protocol

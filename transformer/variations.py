@@ -219,19 +219,26 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
     """The protocol, decided on the base row before any other row trains: the learning
     rate factor with the lowest dev perplexity after PILOT_EPOCHS epochs, then that
     run continued epoch by epoch until its dev perplexity levels off; that many epochs
-    is every row's budget. Kept as results_dir/protocol.json (read back if there)."""
-    out = Path(results_dir) / "protocol.json"
+    is every row's budget. Kept as results_dir/protocol.json (read back if there); the
+    learning-rate choice alone is kept as results_dir/pilot.json as soon as it is made,
+    so that a new checkout does not try the rates again."""
+    out, pilot_path = Path(results_dir) / "protocol.json", Path(results_dir) / "pilot.json"
     if out.exists():
         return json.loads(out.read_text())
     base = row_profile("base", 1, LONG, LONG_SCALE)
-    pilots, size = [], None
-    for lr in PILOT_LR:
-        profile = base.replace(name=f"{base.name}-lr{lr}", lr_factor=lr)
-        run = Path(runs_dir) / profile.name
-        size = size or data_size(profile, run, data_root)
-        curve = train_epochs(profile, run, PILOT_EPOCHS, size[0], data_root,
-                             dev_sentences, progress=progress, log=log)
-        pilots.append({"lr_factor": lr, "run": profile.name, "dev_curve": curve})
+    # the data, prepared in the first rate's run folder
+    size = data_size(base, Path(runs_dir) / f"{base.name}-lr{PILOT_LR[0]}", data_root)
+    if pilot_path.exists():
+        pilots = json.loads(pilot_path.read_text())["pilot"]
+    else:
+        pilots = []
+        for lr in PILOT_LR:
+            profile = base.replace(name=f"{base.name}-lr{lr}", lr_factor=lr)
+            curve = train_epochs(profile, Path(runs_dir) / profile.name, PILOT_EPOCHS,
+                                 size[0], data_root, dev_sentences, progress=progress,
+                                 log=log)
+            pilots.append({"lr_factor": lr, "run": profile.name, "dev_curve": curve})
+        write_record(pilot_path, {"pilot": pilots})
     chosen = min(pilots, key=lambda p: p["dev_curve"][-1]["dev_ppl"])
     profile = base.replace(name=chosen["run"], lr_factor=chosen["lr_factor"])
     curve = train_epochs(profile, Path(runs_dir) / chosen["run"], MAX_EPOCHS, size[0],
