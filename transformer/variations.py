@@ -222,7 +222,8 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
     is every row's budget. Kept as results_dir/protocol.json (read back if there); the
     learning-rate choice alone is kept as results_dir/pilot.json as soon as it is made,
     so that a new checkout does not try the rates again."""
-    out, pilot_path = Path(results_dir) / "protocol.json", Path(results_dir) / "pilot.json"
+    out = Path(results_dir) / "protocol.json"
+    pilot_path = Path(results_dir) / "pilot.json"
     if out.exists():
         return json.loads(out.read_text())
     base = row_profile("base", 1, LONG, LONG_SCALE)
