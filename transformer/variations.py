@@ -238,9 +238,11 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
             curve = train_epochs(profile, Path(runs_dir) / profile.name, PILOT_EPOCHS,
                                  size[0], data_root, dev_sentences, progress=progress,
                                  log=log)
-            pilots.append({"lr_factor": lr, "run": profile.name, "dev_curve": curve})
+            # the chosen rate's run goes on: its pilot is its first PILOT_EPOCHS
+            pilots.append({"lr_factor": lr, "run": profile.name,
+                           "dev_curve": curve[:PILOT_EPOCHS]})
         write_record(pilot_path, {"pilot": pilots})
-    chosen = min(pilots, key=lambda p: p["dev_curve"][-1]["dev_ppl"])
+    chosen = min(pilots, key=lambda p: p["dev_curve"][PILOT_EPOCHS - 1]["dev_ppl"])
     profile = base.replace(name=chosen["run"], lr_factor=chosen["lr_factor"])
     curve = train_epochs(profile, Path(runs_dir) / chosen["run"], MAX_EPOCHS, size[0],
                          data_root, dev_sentences, stop=plateaued, progress=progress,
