@@ -1,4 +1,4 @@
-"""WMT-shaped training steps on a GPU: ours (transformer.train.train_step) against torch.nn.Transformer.
+"""WMT-shaped training steps on a GPU: ours (transformer.step.train_step) against torch.nn.Transformer.
 
     .venv/bin/python benchmarks/gpu_step.py                    # base and big, bf16 autocast, torch.compile
     .venv/bin/python benchmarks/gpu_step.py --presets base --no-compile --steps 20
@@ -11,7 +11,7 @@ longer than the profile's max_len dropped. Steps are drawn as the trainer's Step
 device: each step is the next batch of <= tokens_per_step padded tokens (either side) of a
 transformer.data.BatchStream, in its order, cut by split_batch into micro-batches of <= max_tokens padded
 tokens that train_step accumulates, with tokens_per_step and max_tokens of
-transformer.train.PROFILES['wmt14-<preset>'] (base: 25000 in micro-batches of <= 12500, usually 2; big:
+transformer.profiles.PROFILES['wmt14-<preset>'] (base: 25000 in micro-batches of <= 12500, usually 2; big:
 25000 in micro-batches of <= 6250, usually 4). Every variant runs the same steps.
 
 Variants, each on its own (built, warmed up, timed, freed in turn, so that peak memory is its own):
@@ -129,7 +129,7 @@ def profile_for(preset):
 
 
 def build_steps(encoded, profile, steps, vocab, device):
-    """`steps` optimizer steps drawn as the trainer draws them (transformer.train.StepFeeder on one device).
+    """`steps` optimizer steps drawn as the trainer draws them (transformer.step.StepFeeder on one device).
 
     A step is the next batch of <= tokens_per_step padded tokens of a BatchStream, cut by split_batch into
     micro-batches of <= max_tokens padded tokens; ids are checked on the host (collate with vocab_size).

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/train_step.py --dropout 0 --ours-fused-adam   # equal dropout work; fused Adam for ours
 
 A step is forward, label-smoothed loss, backward and an Adam(0.9, 0.98, 1e-9) step with the warmup schedule.
-- ours: transformer.train.train_step, the function the trainer runs, on Transformer(cfg, V) with
+- ours: transformer.step.train_step, the function the trainer runs, on Transformer(cfg, V) with
   validate_ids off and the optimizer and scheduler of transformer.optim.build_optimizer;
 - reference: torch.nn.Transformer with the same N, d_model, d_ff, h, dropout, post-norm (no final norms) and
   batch_first, its own embedding scaled by sqrt(d_model) plus the same sinusoidal positions and embedding

@@ -10,7 +10,7 @@ cased and lowercased. Everything the book shows is written to results/multi30k-c
 (the dev grid, test metrics, hardware, time, commit, command), the training and dev logs, the
 translations, worked_example.json (one dev sentence's beam search step by step and its attention
 weights), and model.pt: the chosen average of checkpoints in float16, with its vocabulary (about 12 MB,
-transformer.evaluate.load_model reads it), scored on test again as it is shipped.
+transformer.checkpoint.load_model reads it), scored on test again as it is shipped.
 """
 import argparse
 import hashlib

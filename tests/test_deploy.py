@@ -116,7 +116,7 @@ def test_the_command_averages_the_profile_s_checkpoints(tmp_path, vocab, capsys)
 
 
 def test_a_saved_model_file_converts_like_its_run(tmp_path, vocab, sources, capsys):
-    """The shipped form of a model (evaluate.save_model, float16) converts too, and the engine's
+    """The shipped form of a model (checkpoint.save_model, float16) converts too, and the engine's
     greedy output equals ours on the same loaded weights."""
     from transformer.checkpoint import load_model, save_model
     run = make_run(tmp_path / "run", vocab)

@@ -183,10 +183,10 @@ def test_evaluate_refuses_bad_requests_before_translating(run, monkeypatch, caps
 
 
 def test_a_damaged_checkpoint_is_named_by_evaluate_and_deploy(run, tmp_path, capsys):
-    from transformer import deploy, evaluate
+    from transformer import checkpoint, deploy, evaluate
     damage(checkpoint_paths(run)[-1])
     with pytest.raises(CheckpointError, match="step_0000012.pt"):
-        evaluate.load_model(run)
+        checkpoint.load_model(run)
     for main, args in ((evaluate.main, [str(run), "--split", "dev"]),
                        (deploy.main, [str(run), str(tmp_path / "ct2")])):
         with pytest.raises(SystemExit) as exit_:

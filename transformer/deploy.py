@@ -104,7 +104,7 @@ def ctranslate2_spec(model, vocab):
 def export_ctranslate2(run_dir, out_dir, average_last=None, quantization=None):
     """Write a CTranslate2 model of run_dir's last `average_last` checkpoints
     (averaged; by default as many as its profile averages), or of a model file written
-    by evaluate.save_model, into out_dir: a new or empty folder, or an earlier
+    by checkpoint.save_model, into out_dir: a new or empty folder, or an earlier
     export."""
     check_export_folder(out_dir)
     model, vocab, used = load_model(run_dir, average_last)
