@@ -260,7 +260,7 @@ def average_checkpoints(paths):
         raise ValueError("average_checkpoints needs at least one checkpoint")
     total = None
     for path in paths:
-        state = load_checkpoint(path)["model"]
+        state = checkpoint_weights(path)
         if total is None:
             total = {k: v.double() if v.is_floating_point() else v.clone()
                      for k, v in state.items()}

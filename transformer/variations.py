@@ -309,16 +309,12 @@ def second_seeds(records):
     base = [r for (row, _), r in records.items() if row == "base"]
     if len(base) < 2:
         return []
-    near = []
-    for (row, seed), r in records.items():
-        if row == "base" or seed != 1 or (row, 2) in records:
-            continue
-        for m in ("dev_bleu", "dev_ppl"):
-            values = [b[m] for b in base]
-            if abs(r[m] - sum(values) / len(values)) <= max(values) - min(values):
-                near.append((row, 2))
-                break
-    return near
+    metrics = ("dev_bleu", "dev_ppl")
+    mean = {m: sum(b[m] for b in base) / len(base) for m in metrics}
+    spread = {m: seed_spread(records, m) for m in metrics}
+    return [(row, 2) for (row, seed), r in records.items()
+            if row != "base" and seed == 1 and (row, 2) not in records
+            and any(abs(r[m] - mean[m]) <= spread[m] for m in metrics)]
 
 
 def main(argv=None):
