@@ -137,6 +137,8 @@ def built_book(tmp_path_factory) -> Path:
     config.setdefault("execute", {})["execute_notebooks"] = "force"  # a fresh folder: always execute
     # The chapter links to chapters this one-page book leaves out; `make book` checks those links.
     config.setdefault("sphinx", {}).setdefault("config", {})["suppress_warnings"] = ["myst.xref_missing"]
+    # the translator's files (web/) belong to another chapter
+    config["sphinx"]["config"].pop("html_extra_path", None)
     (root / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     (root / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": CHAPTER}))
     (root / "book").mkdir()

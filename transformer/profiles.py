@@ -49,7 +49,7 @@ class Profile:
     # one vocabulary entry each: chapter 6.3's brackets; False: the joint BPE splits
     # both sides alike
     whole_target_words: bool = False
-    train_pairs: int | None = None # use only the first n cleaned pairs (tests)
+    train_pairs: int | None = None # only the first n cleaned pairs
     max_tokens: int = 8192         # padded tokens per micro-batch per device
     tokens_per_step: int = 25000   # padded tokens per optimizer step, over all devices
     warmup_steps: int = 4000
@@ -145,8 +145,10 @@ PROFILES = {p.name: p for p in [
     # the model (transformer.variations.row_profile). The converged sweep trains whole
     # epochs (its runner sets max_steps), in bfloat16 where the CPU has it.
     Profile("table3-epochs", "multi30k", "base",
-            "one Table 3 row at an eighth of the width, trained for whole epochs, CPU",
-            vocab_size=8000, max_len=100, clean_ratio=3.0, max_tokens=1500,
+            "one Table 3 row at an eighth of the width, for whole epochs of a third of "
+            "Multi30k, CPU",
+            vocab_size=4000, max_len=100, clean_ratio=3.0, train_pairs=10_000,
+            max_tokens=1500,
             tokens_per_step=1500, warmup_steps=400, lr_factor=0.5, max_steps=20_000,
             save_every_steps=1000, keep_last=1, average_last=1, eval_every=1000),
     Profile("table3-cpu", "multi30k", "base",

@@ -1,0 +1,232 @@
+"""The page "Try the model" (book/06_1_try_the_model): the exported weights, and the JavaScript model in
+headless Chromium against PyTorch with the same weights.
+
+The browser tests open the built book from disk (file://) with every host unresolvable, as a reader with
+no network would. The page's ``?selftest=N`` mode translates the first N gallery sentences with greedy and
+beam search, tokenizes every gallery sentence, tries the bad inputs, and writes a JSON report into the
+page; ``--dump-dom`` prints it. Needs the book extra and Debian's ``chromium`` (see test_book_html.py).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+import urllib.parse
+
+import pytest
+import sacrebleu
+import torch
+
+from tests.test_book_html import REPO, chromium, whole_book  # noqa: F401 (fixtures)
+from transformer.data import EOS
+from transformer.decode import beam_search, greedy_decode
+from transformer.model import Transformer, TransformerConfig
+from transformer.web import (PREFIX, dequantize, main, payload_model, quantize_rows,
+                             read_payload, web_payload, write_payload)
+
+PAGE = "book/06_1_try_the_model.html"
+EXPORT = REPO / "web" / "translator" / "model.js"
+SENTENCES = 100
+
+
+def open_page(chromium, url, tmp_path, seconds=400, real_time=False):
+    """The page's DOM once its scripts are done. Chromium's virtual time waits for every task the page
+    schedules, but the page's clocks then read virtual time. With real_time the clocks are real, but the
+    DOM is printed once the page has loaded: for scripts/translator_page.py only, which checks that
+    the report is there."""
+    wait = f"--timeout={seconds * 1000}" if real_time else f"--virtual-time-budget={seconds * 1000}"
+    command = [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+               "--host-resolver-rules=MAP * ~NOTFOUND", wait, "--dump-dom", url]
+    return subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60).stdout
+
+
+def element(dom, tag, id_):
+    found = re.search(rf'<{tag} id="{id_}"[^>]*>(.*?)</{tag}>', dom, re.S)
+    return None if found is None else html.unescape(found.group(1))
+
+
+@pytest.fixture(scope="module")
+def payload():
+    return read_payload(EXPORT)
+
+
+@pytest.fixture(scope="module")
+def torch_model(payload):
+    return payload_model(payload)
+
+
+@pytest.fixture(scope="module")
+def selftest(chromium, whole_book, tmp_path_factory):
+    url = (whole_book / PAGE).as_uri() + f"?selftest={SENTENCES}"
+    dom = open_page(chromium, url, tmp_path_factory.mktemp("selftest"))
+    report = element(dom, "pre", "translator-selftest")
+    assert report, f"the page wrote no self-test report:\n{dom[-3000:]}"
+    return json.loads(report)
+
+
+def torch_search(model, vocab, sentence, beam):
+    src = torch.tensor([vocab.encode(sentence) + [EOS]])
+    with torch.no_grad():
+        out = (greedy_decode(model, src, 2, EOS) if beam == 1
+               else beam_search(model, src, 2, EOS, beam_size=beam, alpha=0.6))[0].tolist()
+    out = [t for t in out if t != model.cfg.pad_id]
+    return out[:-1] if out and out[-1] == EOS else out
+
+
+# --- the export ------------------------------------------------------------------------------------------
+
+def test_rows_are_quantised_each_with_its_own_scale():
+    w = torch.tensor([[0.001, -0.002, 0.0005], [100.0, -50.0, 3.0], [0.0, 0.0, 0.0]])
+    codes, scale = quantize_rows(w)
+    assert codes.dtype == torch.int8 and codes.abs().max() == 127
+    back = dequantize(codes, scale)
+    assert back[2].eq(0).all()
+    for row in range(2):
+        assert (back[row] - w[row]).abs().max() <= w[row].abs().max() / 254 + 1e-9
+    with pytest.raises(ValueError, match="matrix"):
+        quantize_rows(torch.ones(3))
+
+
+def test_a_payload_round_trips_to_the_weights_the_page_uses(torch_model, tmp_path):
+    torch.manual_seed(0)
+    vocab = torch_model[1]
+    model = Transformer(TransformerConfig.preset("tiny", max_len=64), len(vocab)).eval()
+    for quantization, tolerance in (("int8", 1 / 254), ("float16", 1e-3)):
+        path = tmp_path / f"{quantization}.js"
+        write_payload(web_payload(model, vocab, quantization), path)
+        back, back_vocab = payload_model(read_payload(path))
+        assert len(back_vocab) == len(vocab)
+        for (name, a), b in zip(model.state_dict().items(), back.state_dict().values()):
+            assert (a - b).abs().max() <= tolerance * a.abs().max() + 1e-7, name
+        # the shared matrix is written once
+        assert len(read_payload(path)["tensors"]) < len(model.state_dict())
+
+
+def test_read_payload_refuses_other_files(tmp_path):
+    (tmp_path / "x.js").write_text("alert('hi');\n")
+    with pytest.raises(ValueError, match="not a model written by"):
+        read_payload(tmp_path / "x.js")
+    (tmp_path / "y.js").write_text(PREFIX + json.dumps({"format": "other"}) + ";\n")
+    with pytest.raises(ValueError, match="format"):
+        read_payload(tmp_path / "y.js")
+
+
+def test_the_export_refuses_what_the_page_cannot_compute(torch_model):
+    vocab = torch_model[1]
+    for change in (dict(norm_first=True), dict(positional="learned"), dict(share_embeddings=False)):
+        model = Transformer(TransformerConfig.preset("tiny", **change), len(vocab))
+        with pytest.raises(ValueError, match="page"):
+            web_payload(model, vocab)
+    with pytest.raises(ValueError, match="quantization"):
+        web_payload(Transformer(TransformerConfig.preset("tiny"), len(vocab)), vocab, "int4")
+
+
+def test_the_command_needs_a_results_record(tmp_path, capsys):
+    model_dir = tmp_path / "m"
+    model_dir.mkdir()
+    shutil.copy(REPO / "results" / "multi30k-cpu" / "model.pt", model_dir / "model.pt")
+    with pytest.raises(SystemExit):
+        main([str(model_dir / "model.pt"), "--out", str(tmp_path / "out.js")])
+    assert "no results.json" in capsys.readouterr().err
+    assert not (tmp_path / "out.js").exists()
+
+
+def test_the_committed_export_is_the_shipped_model_of_the_results_record(payload):
+    record = json.loads((REPO / "results" / "multi30k-cpu" / "results.json").read_text())
+    assert payload["source"]["sha256"] == record["shipped_model"]["sha256"]
+    assert payload["source"]["commit"] == record["commit"]
+    assert payload["quantization"] == "int8"
+    assert EXPORT.stat().st_size < 10e6
+    ours = (REPO / "results" / "multi30k-cpu" / "translations.de").read_text().splitlines()
+    assert [g["ours"] for g in payload["gallery"]] == ours[:len(payload["gallery"])]
+    assert len(payload["gallery"]) >= SENTENCES
+
+
+# --- the page, in Chromium -------------------------------------------------------------------------------
+
+def test_the_page_tokenizes_exactly_as_sentencepiece(selftest, torch_model):
+    _, vocab = torch_model
+    assert len(selftest["texts"]) > 2 * SENTENCES
+    wrong = [(t, ids) for t, ids in zip(selftest["texts"], selftest["tokenized"]) if ids != vocab.encode(t)]
+    assert wrong == []
+
+
+def test_greedy_in_the_page_equals_pytorch_token_for_token(selftest, torch_model):
+    model, vocab = torch_model
+    results = selftest["results"]
+    assert len(results) == SENTENCES
+    wrong = [r["src"] for r in results if r["greedy"] != torch_search(model, vocab, r["src"], 1)]
+    assert wrong == []
+
+
+def test_beam_search_in_the_page_agrees_with_pytorch(selftest, torch_model, payload):
+    model, vocab = torch_model
+    results = selftest["results"]
+    ours = [torch_search(model, vocab, r["src"], 4) for r in results]
+    same = sum(r["beam"] == o for r, o in zip(results, ours))
+    assert same >= 0.95 * len(results), f"only {same} of {len(results)} beam outputs agree"
+    refs = [[g["ref"] for g in payload["gallery"][:len(results)]]]
+    page = sacrebleu.corpus_bleu([r["beam_text"] for r in results], refs).score
+    torch_bleu = sacrebleu.corpus_bleu([vocab.decode(o) for o in ours], refs).score
+    assert abs(page - torch_bleu) <= 0.3, (page, torch_bleu)
+
+
+def test_bad_input_gets_a_message(selftest, payload):
+    errors = selftest["errors"]
+    assert errors["empty"] == "Type an English sentence first."
+    assert str(payload["limits"]["max_characters"]) in errors["long"]
+    assert str(payload["limits"]["max_source_pieces"]) in errors["pieces"]
+
+
+def test_text_in_the_address_is_translated_on_load(chromium, whole_book, torch_model, tmp_path):
+    model, vocab = torch_model
+    sentence = "Two dogs are playing in the snow ."
+    url = (whole_book / PAGE).as_uri() + "?text=" + urllib.parse.quote(sentence)
+    dom = open_page(chromium, url, tmp_path, seconds=60)
+    out = element(dom, "td", "translator-output")
+    assert out == vocab.decode(torch_search(model, vocab, sentence, 4))
+    assert out and "<" not in out
+    message = element(dom, "p", "translator-message")
+    assert message == ""
+
+
+def test_characters_never_seen_are_named(chromium, whole_book, tmp_path):
+    url = (whole_book / PAGE).as_uri() + "?text=" + urllib.parse.quote("A dog \u2603 runs.")
+    dom = open_page(chromium, url, tmp_path, seconds=60)
+    assert "\u2603" in element(dom, "p", "translator-message")
+    assert element(dom, "td", "translator-output")
+
+
+def test_a_page_without_its_model_says_so(chromium, whole_book, tmp_path):
+    root = tmp_path / "site"
+    (root / "book").mkdir(parents=True)
+    shutil.copy(whole_book / PAGE, root / PAGE)
+    shutil.copytree(whole_book / "translator", root / "translator",
+                    ignore=shutil.ignore_patterns("model.js"))
+    dom = open_page(chromium, (root / PAGE).as_uri(), tmp_path, seconds=30)
+    assert "did not load" in element(dom, "p", "translator-message")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node (for the whole-corpus check) not found")
+def test_the_tokenizer_matches_on_the_whole_test_and_dev_sets(torch_model, tmp_path):
+    """The same JavaScript under node, on every sentence of Multi30k's dev and test sets, both sides."""
+    from transformer.corpora import load_split
+    _, vocab = torch_model
+    texts = [s for split in ("dev", "test") for pair in load_split("multi30k", split) for s in pair]
+    (tmp_path / "texts.json").write_text(json.dumps(texts))
+    script = tmp_path / "run.js"
+    script.write_text(
+        "globalThis.window = globalThis;\n"
+        "const fs = require('fs'), vm = require('vm');\n"
+        f"for (const f of {json.dumps([str(EXPORT), str(EXPORT.with_name('translator.js'))])})\n"
+        "  vm.runInThisContext(fs.readFileSync(f, 'utf8'));\n"
+        f"const texts = JSON.parse(fs.readFileSync({json.dumps(str(tmp_path / 'texts.json'))}, 'utf8'));\n"
+        "const {vocab} = window.transformerBook.load();\n"
+        "console.log(JSON.stringify(texts.map(t => [vocab.encode(t).ids, vocab.decode(vocab.encode(t).ids)])));\n")
+    out = json.loads(subprocess.run(["node", str(script)], capture_output=True, text=True, check=True).stdout)
+    assert [ids for ids, _ in out] == vocab.encode(texts)
+    assert [text for _, text in out] == vocab.decode(vocab.encode(texts))

@@ -1,0 +1,229 @@
+// The page "Try the model": the form, the live attention chart, the gallery, and the hooks for automation
+// (?text=SENTENCE translates on load; ?selftest=N writes a JSON report for the book's browser tests).
+// The model itself is in translator.js.
+(function () {
+  "use strict";
+  const $ = id => document.getElementById(id);
+  const book = window.transformerBook;
+  const params = new URLSearchParams(location.search);
+  const state = {beam: null, greedy: null, source: []};
+
+  function setMessage(text, kind) {
+    const el = $("translator-message");
+    el.textContent = text || "";
+    el.className = kind ? "translator-" + kind : "";
+  }
+
+  // --- the attention chart: output pieces (rows) against source pieces (columns) ---------------------
+
+  function draw() {
+    const canvas = $("translator-attention");
+    if (!canvas) return;
+    const which = state[$("translator-which").value];
+    const ctx = canvas.getContext("2d");
+    if (!which || !which.attention.length) {
+      canvas.height = 40;
+      ctx.clearRect(0, 0, canvas.width, canvas.height);
+      return;
+    }
+    const layer = +$("translator-layer").value, head = $("translator-head").value;
+    const src = state.source, out = which.tokens, S = src.length;
+    const width = Math.max(320, canvas.parentElement.clientWidth || 700);
+    ctx.font = "12px sans-serif";
+    const label = t => t.replace(/\u2581/g, "_");
+    const left = 12 + Math.max(...out.map(t => ctx.measureText(label(t)).width), 30);
+    const top = 12 + Math.max(...src.map(t => ctx.measureText(label(t)).width), 30);
+    const cell = Math.max(8, Math.min(26, (width - left - 8) / S));
+    canvas.width = Math.ceil(left + cell * S + 8);
+    canvas.height = Math.ceil(top + cell * out.length + 8);
+    ctx.font = "12px sans-serif";
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    which.attention.forEach((step, t) => {
+      const heads = step[layer];
+      for (let s = 0; s < S; s++) {
+        const p = head === "mean" ? heads.reduce((a, w) => a + w[s], 0) / heads.length : heads[+head][s];
+        const shade = Math.round(255 * (1 - p));
+        ctx.fillStyle = `rgb(${shade},${shade},255)`;
+        ctx.fillRect(left + s * cell, top + t * cell, cell - 1, cell - 1);
+      }
+    });
+    ctx.fillStyle = "#222";
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "right";
+    out.forEach((t, i) => ctx.fillText(label(t), left - 4, top + (i + 0.5) * cell));
+    src.forEach((t, j) => {
+      ctx.save();
+      ctx.translate(left + (j + 0.5) * cell, top - 4);
+      ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = "left";
+      ctx.fillText(label(t), 0, 0);
+      ctx.restore();
+    });
+  }
+
+  // --- translating from the form ----------------------------------------------------------------------
+
+  let busy = false;
+  async function run(text) {
+    if (busy) return;
+    busy = true;
+    $("translator-go").disabled = true;
+    setMessage("");
+    const k = +$("translator-beam").value;
+    $("translator-beam-label").textContent = k === 1 ? "Beam search (k = 1, that is greedy)"
+      : `Beam search (k = ${k}, \u03b1 = ${book.load().payload.search.alpha})`;
+    try {
+      const {vocab} = book.load();
+      state.source = vocab.encode(text.trim() ? text : "").ids.map(i => vocab.pieces[i]).concat("</s>");
+      for (const [name, beam, el] of [["beam", k, "translator-output"], ["greedy", 1, "translator-greedy"]]) {
+        $("translator-which").value = name;
+        const started = performance.now();
+        const result = await book.translate(text, {
+          beam,
+          onStep: (ids, attention) => {
+            state[name] = {tokens: ids.map(i => vocab.pieces[i]), attention};
+            $("translator-status").textContent = `${name} search: ${ids.length} pieces`;
+            draw();
+          },
+        });
+        state[name] = {tokens: result.ids.concat(book.load().model.cfg.eos_id).map(i => vocab.pieces[i]),
+                       attention: result.attention};
+        $(el).textContent = result.text;
+        const seconds = (performance.now() - started) / 1000;
+        $("translator-status").textContent = `${name} search: ${seconds.toFixed(2)} s`;
+        if (result.unseen.length)
+          setMessage("Never seen in training, so passed to the model as raw bytes: " +
+                     [...new Set(result.unseen)].join(" ") + ". Expect a poor translation around them.", "warning");
+      }
+      $("translator-which").value = "beam";
+      draw();
+    } catch (err) {
+      $("translator-output").textContent = "";
+      $("translator-greedy").textContent = "";
+      state.beam = state.greedy = null;
+      draw();
+      setMessage(err.message, "error");
+      $("translator-status").textContent = "";
+    } finally {
+      busy = false;
+      $("translator-go").disabled = false;
+    }
+  }
+
+  // --- the gallery: the run's own test translations ---------------------------------------------------
+
+  function gallery(payload) {
+    const body = document.querySelector("#gallery tbody");
+    const rows = payload.gallery.map((g, i) => {
+      const tr = document.createElement("tr");
+      for (const text of [String(i + 1), g.src, g.ref, g.ours]) {
+        const td = document.createElement("td");
+        td.textContent = text;
+        tr.appendChild(td);
+      }
+      const td = document.createElement("td"), button = document.createElement("button");
+      button.type = "button";
+      button.textContent = "try";
+      button.addEventListener("click", () => {
+        $("translator-input").value = g.src;
+        $("translator-input").scrollIntoView({behavior: "smooth", block: "center"});
+        run(g.src);
+      });
+      td.appendChild(button);
+      tr.appendChild(td);
+      body.appendChild(tr);
+      return {tr, text: (g.src + "\n" + g.ref + "\n" + g.ours).toLowerCase()};
+    });
+    const filter = () => {
+      const q = $("gallery-search").value.trim().toLowerCase();
+      let shown = 0;
+      for (const r of rows) {
+        const show = !q || r.text.includes(q);
+        r.tr.style.display = show ? "" : "none";
+        shown += show;
+      }
+      $("gallery-count").textContent = `${shown} of ${rows.length}`;
+    };
+    $("gallery-search").addEventListener("input", filter);
+    filter();
+    const s = payload.source;
+    $("gallery-about").textContent = `The first ${rows.length} sentences of ${s.task}, in corpus order, ` +
+      `with the translations of the run's test evaluation (results/${s.results}, its chosen search), ` +
+      `not of this page.`;
+  }
+
+  // --- ?selftest=N: the report the book's tests read ----------------------------------------------------
+
+  async function selftest(n) {
+    const {payload, vocab, loadSeconds} = book.load();
+    const sentences = (window.SELFTEST_SENTENCES || payload.gallery.map(g => g.src)).slice(0, n);
+    const report = {ready_seconds: performance.now() / 1000, build_seconds: loadSeconds, results: [],
+                    tokenized: []};
+    const texts = payload.gallery.flatMap(g => [g.src, g.ref]).concat(window.SELFTEST_SENTENCES || [],
+      ["  Two  dogs ", "a\tb", "caf\u00e9 \ud83d\ude00 \u2603", "\u2581a \u2581", "x<0x41>y", "\u00c4\u00d6\u00dc\u00df"]);
+    for (const t of texts) report.tokenized.push(vocab.encode(t).ids);
+    report.texts = texts;
+    for (const [name, beam] of [["greedy", 1], ["beam", payload.search.beam_size]]) {
+      const started = performance.now();
+      let words = 0;
+      for (let i = 0; i < sentences.length; i++) {
+        const r = await book.translate(sentences[i], {beam});
+        (report.results[i] = report.results[i] || {src: sentences[i]})[name] = r.ids;
+        report.results[i][name + "_text"] = r.text;
+        words += r.text.split(/\s+/).filter(Boolean).length;
+      }
+      const seconds = (performance.now() - started) / 1000;
+      report[name] = {seconds, words, words_per_second: words / seconds};
+    }
+    const errors = {};
+    for (const [name, text] of [["empty", "   "], ["long", "a ".repeat(payload.limits.max_characters)],
+                                ["pieces", "dog ".repeat(payload.limits.max_source_pieces + 1)]]) {
+      try { await book.translate(text); errors[name] = null; } catch (e) { errors[name] = e.message; }
+    }
+    report.errors = errors;
+    report.user_agent = navigator.userAgent;
+    const pre = document.createElement("pre");
+    pre.id = "translator-selftest";
+    pre.textContent = JSON.stringify(report);
+    document.body.appendChild(pre);
+  }
+
+  // --- start ------------------------------------------------------------------------------------------
+
+  async function start() {
+    if (!book || !window.TRANSFORMER_MODEL) {
+      setMessage("The model's files did not load (translator/model.js and translator/translator.js " +
+                 "must sit beside the book's pages).", "error");
+      return;
+    }
+    await new Promise(r => setTimeout(r, 0));  // let "loading" paint first
+    const {payload, model, loadSeconds} = book.load();
+    const c = model.cfg;
+    for (let l = 0; l < c.N; l++) $("translator-layer").add(new Option(`${l + 1} of ${c.N}`, l));
+    $("translator-layer").value = c.N - 1;
+    $("translator-head").add(new Option("mean", "mean"));
+    for (let h = 0; h < c.h; h++) $("translator-head").add(new Option(`${h + 1} of ${c.h}`, h));
+    for (const id of ["translator-layer", "translator-head", "translator-which"])
+      $(id).addEventListener("change", draw);
+    window.addEventListener("resize", draw);
+    $("translator-go").addEventListener("click", () => run($("translator-input").value));
+    $("translator-input").addEventListener("keydown", e => {
+      if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); run($("translator-input").value); }
+    });
+    const s = payload.source;
+    $("translator-about").textContent = `Model: ${s.model} of results/${s.results} (${s.task}; profile ` +
+      `${s.profile}, ${s.steps} steps, the last ${s.average_last} checkpoints averaged; test BLEU ` +
+      `${s.test_bleu} with beam 4 in PyTorch), ${payload.quantization} weights. Limits: ` +
+      `${payload.limits.max_source_pieces} word pieces, ${payload.limits.max_characters} characters.`;
+    $("translator-status").textContent = `model ready in ${loadSeconds.toFixed(2)} s`;
+    gallery(payload);
+    if (params.has("selftest")) return selftest(params.get("selftest") ? +params.get("selftest") : 100);
+    const text = params.get("text");
+    if (text !== null) $("translator-input").value = text;
+    await run($("translator-input").value);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
