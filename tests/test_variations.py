@@ -7,7 +7,8 @@ from tests.conftest import need_corpus
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
 from transformer import variations
-from transformer.variations import (LONG, LONG_SCALE, ROWS, SWEEP, choose_budget, compare, load_records, main,
+from transformer.variations import (CLAIMS, LONG, LONG_SCALE, ROWS, SWEEP, choose_budget, claims_first, compare,
+                                    load_records, main,
                                     plateaued, record_path, row_epochs, row_profile, run_row, run_row_epochs,
                                     scaled_config, second_seeds, seed_spread, sweep_plan)
 
@@ -41,6 +42,16 @@ def test_plan_runs_the_noise_seeds_first_and_each_row_once():
     assert profile.name == "table3-cpu-C5-seed2" and profile.seed == 2 and profile.preset == "C5"
     assert profile.model == {"d_model": 256, "d_ff": 512, "d_k": 32, "d_v": 32}
     assert SWEEP.max_steps % SWEEP.eval_every == 0          # a dev perplexity exists at the last step
+
+
+def test_the_converged_sweep_runs_the_rows_of_the_claims_first():
+    plan = claims_first(sweep_plan() + [("C3", 2)])
+    claimed = {row for _, a, b in CLAIMS for row in (a, b) if row}
+    assert plan[:3] == [("base", 1), ("base", 2), ("base", 3)]
+    first = [row for row, _ in plan[3:3 + len(claimed) - 1]]
+    assert set(first) == claimed - {"base"} and first == [r for r in ROWS if r in first]
+    assert sorted(plan) == sorted(sweep_plan() + [("C3", 2)])
+    assert plan.index(("C3", 2)) < plan.index(("A2", 1))
 
 
 def test_verdicts_compare_with_the_seed_spread():

@@ -8,7 +8,7 @@ __all__ = [
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "compare", "LONG",
     "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
     "data_size", "plateaued", "train_epochs", "choose_budget", "row_epochs", "run_row_epochs",
-    "second_seeds", "main", "CLAIMS", "claim_verdicts",
+    "second_seeds", "main", "CLAIMS", "claims_first", "claim_verdicts",
 ]
 
 import argparse
@@ -365,6 +365,8 @@ def main(argv=None):
     print(f"budget: {protocol['budget_epochs']} epochs of "
           f"{protocol['steps_per_epoch']} steps, lr_factor "
           f"{protocol['chosen']['lr_factor']}", flush=True)
+    # the rows the paper's claims compare come first, so that verdicts arrive early
+    plan = claims_first(plan)
     done = 0
     while True:
         todo = [(r, s) for r, s in plan + second_seeds(load_records(results))
@@ -401,6 +403,13 @@ CLAIMS = [
      "base", "D3"),
     ("learned positions about equal to sinusoids", "E", None),
 ]
+
+
+def claims_first(plan):
+    """(row, seed) pairs of `plan` reordered: the base row, then the rows that some
+    claim of CLAIMS compares, then the others, each group in its own order."""
+    claimed = {row for _, a, b in CLAIMS for row in (a, b) if row}
+    return sorted(plan, key=lambda rs: (rs[0] != "base", rs[0] not in claimed))
 
 
 def claim_verdicts(records):
