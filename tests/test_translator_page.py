@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ import torch
 
 from tests.test_book_html import REPO, chromium, whole_book  # noqa: F401 (fixtures)
 from transformer.data import EOS
-from transformer.decode import beam_search, greedy_decode
+from transformer.decode import beam_search, greedy_decode, simple_beam_search, simple_greedy_decode
 from transformer.model import Transformer, TransformerConfig
 from transformer.web import (PREFIX, dequantize, main, payload_model, quantize_rows,
                              read_payload, web_payload, write_payload)
@@ -190,8 +191,15 @@ def test_text_in_the_address_is_translated_on_load(chromium, whole_book, torch_m
     out = element(dom, "td", "translator-output")
     assert out == vocab.decode(torch_search(model, vocab, sentence, 4))
     assert out and "<" not in out
+    assert element(dom, "td", "translator-greedy") == vocab.decode(torch_search(model, vocab, sentence, 1))
     message = element(dom, "p", "translator-message")
     assert message == ""
+
+
+def test_empty_text_in_the_address_gets_the_message_in_the_page(chromium, whole_book, tmp_path):
+    dom = open_page(chromium, (whole_book / PAGE).as_uri() + "?text=%20%20", tmp_path, seconds=60)
+    assert element(dom, "p", "translator-message") == "Type an English sentence first."
+    assert element(dom, "td", "translator-output") == ""
 
 
 def test_characters_never_seen_are_named(chromium, whole_book, tmp_path):
@@ -211,22 +219,76 @@ def test_a_page_without_its_model_says_so(chromium, whole_book, tmp_path):
     assert "did not load" in element(dom, "p", "translator-message")
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node (for the whole-corpus check) not found")
+# The page's script under node: a function of the JSON input, given the loaded vocabulary.
+NODE = """
+globalThis.window = globalThis;
+const fs = require('fs'), vm = require('vm');
+const [model, code, input] = process.argv.slice(2);
+for (const f of [model, code]) vm.runInThisContext(fs.readFileSync(f, 'utf8'));
+const data = JSON.parse(fs.readFileSync(input, 'utf8'));
+const {vocab} = window.transformerBook.load();
+(async () => console.log(JSON.stringify(await (%s)(data))))();
+"""
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node not found")
+
+
+def run_node(tmp_path, model_js, function, data):
+    (tmp_path / "run.js").write_text(NODE % function)
+    (tmp_path / "input.json").write_text(json.dumps(data))
+    command = ["node", str(tmp_path / "run.js"), str(model_js), str(EXPORT.with_name("translator.js")),
+               str(tmp_path / "input.json")]
+    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+@needs_node
 def test_the_tokenizer_matches_on_the_whole_test_and_dev_sets(torch_model, tmp_path):
-    """The same JavaScript under node, on every sentence of Multi30k's dev and test sets, both sides."""
+    """Every sentence of Multi30k's dev and test sets, both sides, encoded and decoded; and 3,000
+    random id sequences (byte pieces, special ids, word pieces) decoded as Vocab.decode does."""
     from transformer.corpora import load_split
     _, vocab = torch_model
     texts = [s for split in ("dev", "test") for pair in load_split("multi30k", split) for s in pair]
-    (tmp_path / "texts.json").write_text(json.dumps(texts))
-    script = tmp_path / "run.js"
-    script.write_text(
-        "globalThis.window = globalThis;\n"
-        "const fs = require('fs'), vm = require('vm');\n"
-        f"for (const f of {json.dumps([str(EXPORT), str(EXPORT.with_name('translator.js'))])})\n"
-        "  vm.runInThisContext(fs.readFileSync(f, 'utf8'));\n"
-        f"const texts = JSON.parse(fs.readFileSync({json.dumps(str(tmp_path / 'texts.json'))}, 'utf8'));\n"
-        "const {vocab} = window.transformerBook.load();\n"
-        "console.log(JSON.stringify(texts.map(t => [vocab.encode(t).ids, vocab.decode(vocab.encode(t).ids)])));\n")
-    out = json.loads(subprocess.run(["node", str(script)], capture_output=True, text=True, check=True).stdout)
-    assert [ids for ids, _ in out] == vocab.encode(texts)
-    assert [text for _, text in out] == vocab.decode(vocab.encode(texts))
+    rng = random.Random(0)
+    seqs = [[rng.choice([rng.randrange(4, 260), rng.randrange(0, 4), rng.randrange(260, len(vocab))])
+             for _ in range(rng.randrange(13))] for _ in range(3000)]
+    out = run_node(tmp_path, EXPORT, "d => ({ids: d.texts.map(t => vocab.encode(t).ids), "
+                   "text: d.seqs.map(s => vocab.decode(s))})", {"texts": texts, "seqs": seqs})
+    assert out["ids"] == vocab.encode(texts)
+    assert out["text"] == vocab.decode(seqs)
+    assert any(0x80 <= i - 4 < 0xC0 for s in seqs for i in s)   # stray continuation bytes were tried
+
+
+@needs_node
+def test_every_search_setting_matches_the_readable_decoders_on_a_small_model(torch_model, tmp_path):
+    """A small untrained model whose </s> is likely, and an output limit of 3 extra tokens: the
+    page's searches must equal simple_greedy_decode and simple_beam_search exactly, through
+    hypotheses that end early, all hypotheses ending, and the forced </s> at the limit."""
+    vocab = torch_model[1]
+    torch.manual_seed(1)
+    model = Transformer(TransformerConfig.preset("tiny", max_len=64), len(vocab)).eval()
+    with torch.no_grad():
+        # the last layer's output leans towards </s>'s row of the (shared) output matrix, so
+        # that some hypotheses end at once, some later, and some only at the limit
+        lean = torch.randn(model.cfg.d_model)
+        lean /= lean.norm()
+        model.decoder.layers[-1].sublayers[2].norm.bias.copy_(3 * lean)
+        model.tgt_embed.lut.weight[EOS] = lean
+    payload = web_payload(model, vocab, "float16")
+    payload["config"]["max_extra"] = 3
+    path = tmp_path / "model.js"
+    write_payload(payload, path)
+    model, vocab = payload_model(read_payload(path))   # the weights the page uses
+    sentences = ["A dog runs.", "Two men are sitting on a bench in the park .", "Hi", "x y z w"]
+    cases = [(s, beam, alpha) for s in sentences for beam in (1, 2, 4, 8) for alpha in (0.0, 0.6, 2.0)]
+    out = run_node(tmp_path, path, "async cases => { const out = []; for (const [t, beam, alpha] of "
+                   "cases) out.push((await window.transformerBook.translate(t, {beam, alpha})).ids); "
+                   "return out; }", cases)
+    lengths = set()
+    for (text, beam, alpha), page in zip(cases, out):
+        src = torch.tensor([vocab.encode(text) + [EOS]])
+        ours = (simple_greedy_decode(model, src, 2, EOS, max_extra=3) if beam == 1 else
+                simple_beam_search(model, src, 2, EOS, beam_size=beam, alpha=alpha, max_extra=3))
+        ours = [t for t in ours[0].tolist() if t != model.cfg.pad_id]
+        assert page == ours[:-1], (text, beam, alpha)   # the page leaves out </s>
+        lengths.add(len(page))
+    # outputs that ended at the first step, later, and at the limit
+    assert 0 in lengths and len(lengths) >= 4, lengths

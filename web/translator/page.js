@@ -6,7 +6,8 @@
   const $ = id => document.getElementById(id);
   const book = window.transformerBook;
   const params = new URLSearchParams(location.search);
-  const state = {beam: null, greedy: null, source: []};
+  // the searches' outputs and attention; `live` names the search being drawn as it runs
+  const state = {beam: null, greedy: null, source: [], live: null};
 
   function setMessage(text, kind) {
     const el = $("translator-message");
@@ -19,7 +20,7 @@
   function draw() {
     const canvas = $("translator-attention");
     if (!canvas) return;
-    const which = state[$("translator-which").value];
+    const which = state[state.live || $("translator-which").value];
     const ctx = canvas.getContext("2d");
     if (!which || !which.attention.length) {
       canvas.height = 40;
@@ -39,6 +40,7 @@
     ctx.font = "12px sans-serif";
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, canvas.width, canvas.height);
+    describe(which, layer, head);
     which.attention.forEach((step, t) => {
       const heads = step[layer];
       for (let s = 0; s < S; s++) {
@@ -62,14 +64,35 @@
     });
   }
 
+  // The chart in words, for screen readers: each output piece and the source piece it
+  // attends to most.
+  function describe(which, layer, head) {
+    const strongest = which.attention.map((step, t) => {
+      const heads = step[layer];
+      const p = s => head === "mean" ? heads.reduce((a, w) => a + w[s], 0) : heads[+head][s];
+      let best = 0;
+      for (let s = 1; s < state.source.length; s++) if (p(s) > p(best)) best = s;
+      return `${which.tokens[t]} \u2192 ${state.source[best]}`;
+    });
+    $("translator-attention").setAttribute("aria-label",
+      `Encoder-decoder attention, layer ${layer + 1}, head ${head}: ` + strongest.join(", "));
+  }
+
   // --- translating from the form ----------------------------------------------------------------------
 
-  let busy = false;
+  // A request made while a translation runs waits for it; only the latest one is kept.
+  let busy = false, pending = null;
   async function run(text) {
-    if (busy) return;
+    if (busy) {
+      pending = text;
+      $("translator-status").textContent = "the next sentence waits for this one to finish";
+      return;
+    }
     busy = true;
-    $("translator-go").disabled = true;
     setMessage("");
+    $("translator-output").textContent = "";
+    $("translator-greedy").textContent = "";
+    state.beam = state.greedy = null;
     const k = +$("translator-beam").value;
     $("translator-beam-label").textContent = k === 1 ? "Beam search (k = 1, that is greedy)"
       : `Beam search (k = ${k}, \u03b1 = ${book.load().payload.search.alpha})`;
@@ -77,7 +100,7 @@
       const {vocab} = book.load();
       state.source = vocab.encode(text.trim() ? text : "").ids.map(i => vocab.pieces[i]).concat("</s>");
       for (const [name, beam, el] of [["beam", k, "translator-output"], ["greedy", 1, "translator-greedy"]]) {
-        $("translator-which").value = name;
+        state.live = name;
         const started = performance.now();
         const result = await book.translate(text, {
           beam,
@@ -87,8 +110,7 @@
             draw();
           },
         });
-        state[name] = {tokens: result.ids.concat(book.load().model.cfg.eos_id).map(i => vocab.pieces[i]),
-                       attention: result.attention};
+        state[name] = {tokens: result.tokens, attention: result.attention};
         $(el).textContent = result.text;
         const seconds = (performance.now() - started) / 1000;
         $("translator-status").textContent = `${name} search: ${seconds.toFixed(2)} s`;
@@ -96,18 +118,23 @@
           setMessage("Never seen in training, so passed to the model as raw bytes: " +
                      [...new Set(result.unseen)].join(" ") + ". Expect a poor translation around them.", "warning");
       }
-      $("translator-which").value = "beam";
+      state.live = null;
       draw();
     } catch (err) {
       $("translator-output").textContent = "";
       $("translator-greedy").textContent = "";
       state.beam = state.greedy = null;
+      state.live = null;
       draw();
       setMessage(err.message, "error");
       $("translator-status").textContent = "";
     } finally {
       busy = false;
-      $("translator-go").disabled = false;
+    }
+    if (pending !== null) {
+      const next = pending;
+      pending = null;
+      await run(next);
     }
   }
 
@@ -125,6 +152,7 @@
       const td = document.createElement("td"), button = document.createElement("button");
       button.type = "button";
       button.textContent = "try";
+      button.setAttribute("aria-label", `Translate sentence ${i + 1} here`);
       button.addEventListener("click", () => {
         $("translator-input").value = g.src;
         $("translator-input").scrollIntoView({behavior: "smooth", block: "center"});
@@ -198,7 +226,15 @@
       return;
     }
     await new Promise(r => setTimeout(r, 0));  // let "loading" paint first
-    const {payload, model, loadSeconds} = book.load();
+    let loaded;
+    try {
+      loaded = book.load();
+    } catch (err) {
+      setMessage(`The model could not be read: ${err.message}`, "error");
+      $("translator-status").textContent = "";
+      return;
+    }
+    const {payload, model, loadSeconds} = loaded;
     const c = model.cfg;
     for (let l = 0; l < c.N; l++) $("translator-layer").add(new Option(`${l + 1} of ${c.N}`, l));
     $("translator-layer").value = c.N - 1;

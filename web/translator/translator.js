@@ -114,26 +114,56 @@
       return {ids, unseen};
     }
 
+    // ids -> text, as Vocab.decode in Python: special ids (padding, unknown, <s>, </s>)
+    // are dropped; a run of byte pieces is read as UTF-8, each invalid byte becoming
+    // U+FFFD; in the other pieces WORD_START becomes a space, and the one that starts
+    // the text (while only spaces came before) is dropped.
     decode(ids) {
-      const bytes = [], parts = [];
+      let text = "", bytes = [], start = true;
       const flush = () => {
-        if (bytes.length) parts.push(new TextDecoder().decode(new Uint8Array(bytes)));
-        bytes.length = 0;
+        text += utf8(bytes);
+        if (bytes.length) start = false;
+        bytes = [];
       };
       for (const id of ids) {
         const kind = this.kinds[id];
-        if (kind === CONTROL) continue;
+        if (kind === CONTROL || kind === UNKNOWN) continue;
         if (kind === BYTE) {
           bytes.push(parseInt(this.pieces[id].slice(3, 5), 16));
           continue;
         }
         flush();
-        parts.push(kind === UNKNOWN ? " \u2047 " : this.pieces[id]);
+        let piece = this.pieces[id];
+        if (start && piece.startsWith(WORD_START)) piece = piece.slice(1);
+        piece = piece.replace(/\u2581/g, " ");
+        if (piece.trim()) start = false;
+        text += piece;
       }
       flush();
-      // word starts become spaces; those before the first word go, as in sentencepiece
-      return parts.join("").replace(/^\u2581+/, "").replace(/\u2581/g, " ");
+      return text;
     }
+  }
+
+  // UTF-8 bytes -> text; a byte that does not begin a valid character becomes U+FFFD
+  // and decoding goes on from the next byte (as sentencepiece does).
+  function utf8(bytes) {
+    const strict = new TextDecoder("utf-8", {fatal: true});
+    let text = "";
+    for (let i = 0; i < bytes.length;) {
+      const b = bytes[i];
+      // the character's length in bytes, read from its first byte (0: not a first byte)
+      const n = b < 0x80 ? 1 : b >> 5 === 6 ? 2 : b >> 4 === 14 ? 3
+        : b >> 3 === 30 ? 4 : 0;
+      try {
+        if (!n || i + n > bytes.length) throw new Error("invalid");
+        text += strict.decode(new Uint8Array(bytes.slice(i, i + n)));
+        i += n;
+      } catch (err) {
+        text += "\ufffd";
+        i += 1;
+      }
+    }
+    return text;
   }
 
   // --- the forward pass (chapters 3.1-3.5) -------------------------------------------
@@ -491,9 +521,10 @@
                         : await beam(model, src, k, alpha, options.onStep);
     const endsWithEos = out.ids[out.ids.length - 1] === model.cfg.eos_id;
     const ids = endsWithEos ? out.ids.slice(0, -1) : out.ids;
+    // one attention row per output token (the step that produced </s> is left out)
     return {text: vocab.decode(ids), tokens: ids.map(i => vocab.pieces[i]), ids,
             source: src.map(i => vocab.pieces[i]), sourceIds: src, unseen,
-            attention: out.attention};
+            attention: out.attention.slice(0, ids.length)};
   }
 
   window.transformerBook = {translate, load, SentencePieceBPE, Transformer};
