@@ -258,6 +258,20 @@
       return x;
     }
 
+    // W^O of one attention sublayer, applied to its heads' outputs side by side
+    outProjection(prefix, heads, rows) {
+      const {d_model: d, h, d_v: dv} = this.cfg, w = this.w;
+      const W = w[prefix + "out_proj.weight"], b = w[prefix + "out_proj.bias"];
+      return linear(heads, rows, W, b, d, h * dv);
+    }
+
+    // sublayer i's residual connection and layer norm, in place on x (post-norm)
+    residual(prefix, i, x, sub, rows) {
+      const n = `${prefix}sublayers.${i}.norm.`;
+      const g = this.w[n + "weight"], b = this.w[n + "bias"];
+      addAndNorm(x, sub, rows, this.cfg.d_model, g, b, this.cfg.layer_norm_eps);
+    }
+
     feedForward(prefix, x, rows) {
       const {d_model: d, d_ff: f} = this.cfg, w = this.w;
       const w1 = w[prefix + "w_1.weight"], b1 = w[prefix + "w_1.bias"];
@@ -270,7 +284,7 @@
     // The encoder: source ids -> memory [S, d_model]; then every decoder layer's keys
     // and values of that memory, computed once (the cache of chapter 6.1).
     encode(src) {
-      const {N, d_model: d, h, d_k: dk, d_v: dv, layer_norm_eps: eps} = this.cfg;
+      const {N, d_model: d, h, d_k: dk, d_v: dv} = this.cfg;
       const w = this.w, S = src.length, hk = h * dk, width = 2 * hk + h * dv;
       let x = this.embed(src, src.map((_, i) => i));
       for (let l = 0; l < N; l++) {
@@ -284,13 +298,8 @@
                       j => [qkv, j * width + hk + head * dk],
                       j => [qkv, j * width + 2 * hk + head * dv],
                       dk, dv, heads, t * h * dv + head * dv);
-        const a = linear(heads, S, w[p + "self_attn.out_proj.weight"],
-                         w[p + "self_attn.out_proj.bias"], d, h * dv);
-        addAndNorm(x, a, S, d, w[p + "sublayers.0.norm.weight"],
-                   w[p + "sublayers.0.norm.bias"], eps);
-        const ff = this.feedForward(p + "feed_forward.", x, S);
-        addAndNorm(x, ff, S, d, w[p + "sublayers.1.norm.weight"],
-                   w[p + "sublayers.1.norm.bias"], eps);
+        this.residual(p, 0, x, this.outProjection(p + "self_attn.", heads, S), S);
+        this.residual(p, 1, x, this.feedForward(p + "feed_forward.", x, S), S);
       }
       const memory = [];
       for (let l = 0; l < N; l++) {
@@ -307,7 +316,7 @@
     // cached keys and values. Returns log-probabilities [rows, V] and, per row, the
     // encoder-decoder attention of the new position [layer][head][S].
     step(rows, memory) {
-      const {N, d_model: d, h, d_k: dk, d_v: dv, layer_norm_eps: eps} = this.cfg;
+      const {N, d_model: d, h, d_k: dk, d_v: dv} = this.cfg;
       const w = this.w, R = rows.length, S = memory.length;
       const hk = h * dk, width = hk + h * dv;
       const y = this.embed(rows.map(r => r.tokens[r.tokens.length - 1]),
@@ -329,10 +338,7 @@
                       j => [cache.k[j], head * dk], j => [cache.v[j], head * dv],
                       dk, dv, heads, r * h * dv + head * dv);
         });
-        const a = linear(heads, R, w[p + "self_attn.out_proj.weight"],
-                         w[p + "self_attn.out_proj.bias"], d, h * dv);
-        addAndNorm(y, a, R, d, w[p + "sublayers.0.norm.weight"],
-                   w[p + "sublayers.0.norm.bias"], eps);
+        this.residual(p, 0, y, this.outProjection(p + "self_attn.", heads, R), R);
         // encoder-decoder attention over the memory's cached keys and values
         const q = linear(y, R, w[p + "cross_attn.in_proj.weight"],
                          w[p + "cross_attn.in_proj.bias"], hk, d);
@@ -346,13 +352,8 @@
                                    dk, dv, cross, r * h * dv + head * dv));
           attention[r].push(weights);
         }
-        const c = linear(cross, R, w[p + "cross_attn.out_proj.weight"],
-                         w[p + "cross_attn.out_proj.bias"], d, h * dv);
-        addAndNorm(y, c, R, d, w[p + "sublayers.1.norm.weight"],
-                   w[p + "sublayers.1.norm.bias"], eps);
-        const ff = this.feedForward(p + "feed_forward.", y, R);
-        addAndNorm(y, ff, R, d, w[p + "sublayers.2.norm.weight"],
-                   w[p + "sublayers.2.norm.bias"], eps);
+        this.residual(p, 1, y, this.outProjection(p + "cross_attn.", cross, R), R);
+        this.residual(p, 2, y, this.feedForward(p + "feed_forward.", y, R), R);
       }
       // the output layer shares the embedding matrix (section 3.4); then log-softmax
       const V = this.embedding.length / d;
