@@ -229,3 +229,13 @@ def test_a_module_imports_only_modules_of_its_own_or_earlier_pages():
                 if dep in page_of and rank[page_of[dep]] > rank[page]:
                     later.append(f"{module} ({page}) imports {dep} ({page_of[dep]})")
     assert not later, later
+
+
+def test_a_command_line_module_runs_main_only_after_everything_is_defined():
+    """`python -m transformer.X` executes the module top to bottom: a `__main__` block before a
+    definition that main() uses fails only there, after any import-based test has passed."""
+    for path in sorted((ROOT / "transformer").glob("*.py")):
+        body = ast.parse(path.read_text()).body
+        guards = [i for i, node in enumerate(body) if isinstance(node, ast.If)
+                  and "__main__" in ast.unparse(node.test)]
+        assert guards in ([], [len(body) - 1]), f"{path.name}: the __main__ block must come last"

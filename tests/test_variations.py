@@ -7,7 +7,8 @@ from tests.conftest import need_corpus
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
 from transformer import variations
-from transformer.variations import (CLAIMS, LONG, LONG_SCALE, ROWS, SWEEP, choose_budget, claims_first, compare,
+from transformer.variations import (CLAIMS, LONG, LONG_SCALE, ROWS, SWEEP, choose_budget, claim_verdicts,
+                                    claims_first, compare,
                                     load_records, main,
                                     plateaued, record_path, row_epochs, row_profile, run_row, run_row_epochs,
                                     scaled_config, second_seeds, seed_spread, sweep_plan)
@@ -62,6 +63,17 @@ def test_verdicts_compare_with_the_seed_spread():
     records = {("base", 1): {"dev_bleu": 5.0}, ("base", 2): {"dev_bleu": 6.5}, ("A1", 1): {"dev_bleu": 9.0}}
     assert seed_spread(records, "dev_bleu") == 1.5
     assert seed_spread({("base", 1): {"dev_bleu": 5.0}}, "dev_bleu") is None
+
+
+def test_a_verdict_reads_every_seed_of_a_row():
+    def rec(row, seed, bleu, ppl):
+        return (row, seed), {"row": row, "seed": seed, "dev_bleu": bleu, "dev_ppl": ppl}
+    records = dict([rec("base", 1, 25.0, 5.0), rec("base", 2, 25.5, 5.1), rec("base", 3, 26.0, 5.2),
+                    rec("A1", 1, 24.0, 6.0)])
+    claim = "one head is worse than eight"
+    assert claim_verdicts(records)[claim][1] == "reproduced"        # 1.5 BLEU below, spread 1.0
+    records.update([rec("A1", 2, 25.4, 6.0)])
+    assert claim_verdicts(records)[claim][1] == "within noise"      # the mean is 0.8 below
 
 
 def test_one_row_end_to_end_writes_a_record_and_resumes(tmp_path, monkeypatch):

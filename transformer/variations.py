@@ -215,7 +215,7 @@ def train_epochs(profile, run, epochs, epoch_steps, data_root=None, dev_sentence
 
 
 def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_root=None,
-                  dev_sentences=None, progress=True, log=print):
+                  dev_sentences=None, progress=True, log=print, command=None):
     """The protocol, decided on the base row before any other row trains: the learning
     rate factor with the lowest dev perplexity after PILOT_EPOCHS epochs, then that
     run continued epoch by epoch until its dev perplexity levels off; that many epochs
@@ -241,7 +241,7 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
             # the chosen rate's run goes on: its pilot is its first PILOT_EPOCHS
             pilots.append({"lr_factor": lr, "run": profile.name,
                            "dev_curve": curve[:PILOT_EPOCHS]})
-        write_record(pilot_path, {"pilot": pilots})
+        write_record(pilot_path, {"pilot": pilots}, command)
     chosen = min(pilots, key=lambda p: p["dev_curve"][PILOT_EPOCHS - 1]["dev_ppl"])
     profile = base.replace(name=chosen["run"], lr_factor=chosen["lr_factor"])
     curve = train_epochs(profile, Path(runs_dir) / chosen["run"], MAX_EPOCHS, size[0],
@@ -260,7 +260,7 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
                       "levelled_off": plateaued(curve)},
         "budget_epochs": len(curve),
     }
-    return write_record(out, protocol)
+    return write_record(out, protocol, command)
 
 
 def row_epochs(row, protocol):
@@ -361,16 +361,16 @@ def main(argv=None):
             print(f"  dev PPL {record['dev_ppl']}, dev BLEU {record['dev_bleu']}",
                   flush=True)
         return
-    protocol = choose_budget(runs, results, args.data_dir)
+    protocol = choose_budget(runs, results, args.data_dir, command=command)
     print(f"budget: {protocol['budget_epochs']} epochs of "
           f"{protocol['steps_per_epoch']} steps, lr_factor "
           f"{protocol['chosen']['lr_factor']}", flush=True)
-    # the rows the paper's claims compare come first, so that verdicts arrive early
-    plan = claims_first(plan)
     done = 0
     while True:
-        todo = [(r, s) for r, s in plan + second_seeds(load_records(results))
-                if not record_path(results, r, s).exists()]
+        # the rows the paper's claims compare come first (second seeds included), so
+        # that verdicts arrive early
+        runs_now = claims_first(plan + second_seeds(load_records(results)))
+        todo = [(r, s) for r, s in runs_now if not record_path(results, r, s).exists()]
         if not todo:
             break
         row, seed = todo[0]
@@ -382,10 +382,6 @@ def main(argv=None):
               f"{record['dev_bleu']} (paper: {record['paper']['dev_ppl']}, "
               f"{record['paper']['dev_bleu']}), {record['train_minutes']:.0f} min",
               flush=True)
-
-
-if __name__ == "__main__":
-    main()
 
 
 # (claim, row a, row b): the paper's text says a beats b on BLEU; b None: a is about
@@ -414,14 +410,14 @@ def claims_first(plan):
 
 def claim_verdicts(records):
     """{claim: (rows, verdict by dev BLEU, verdict by dev perplexity)} for the claims of
-    CLAIMS whose rows all have records, with the base row's seed spread as the noise."""
+    CLAIMS whose rows all have records, each row's value the mean over its seeds, with
+    the base row's seed spread as the noise."""
     base = [r for (row, _), r in records.items() if row == "base"]
     spread = {m: seed_spread(records, m) for m in ("dev_bleu", "dev_ppl")}
 
     def value(row, metric):
-        if row == "base":
-            return sum(r[metric] for r in base) / len(base)
-        return records[row, 1][metric]
+        values = [r[metric] for (name, _), r in records.items() if name == row]
+        return sum(values) / len(values)
 
     def verdict(a, b, metric):
         if spread[metric] is None:
@@ -440,3 +436,7 @@ def claim_verdicts(records):
             verdicts[claim] = (rows, verdict(a, b, "dev_bleu"),
                                verdict(a, b, "dev_ppl"))
     return verdicts
+
+
+if __name__ == "__main__":
+    main()
