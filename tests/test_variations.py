@@ -2,8 +2,10 @@
 import json
 
 import pytest
+import torch
 
 from tests.conftest import need_corpus
+from transformer.checkpoint import checkpoint_file, checkpoint_paths
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
 from transformer import variations
@@ -134,6 +136,40 @@ def test_rows_within_the_base_seed_range_get_a_second_seed():
     assert second_seeds({("base", 1): records["base", 1], ("A2", 1): records["A2", 1]}) == []
 
 
+class Encoder:
+    """A stand-in model whose encoder gives each sentence the rows of `outputs` (as many rows as ids + EOS)."""
+    training = True
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def eval(self):
+        self.training = False
+
+    def train(self, mode=True):
+        self.training = mode
+
+    def encode(self, src):
+        return torch.tensor([self.outputs[: src.size(1)]], dtype=torch.float)
+
+
+class Words:
+    def encode(self, texts):
+        return [[5] * len(t.split()) for t in texts]
+
+
+def test_encoder_similarity_is_one_for_a_collapsed_encoder_and_zero_for_orthogonal_positions():
+    from transformer.variations import encoder_similarity
+    assert encoder_similarity(Encoder([[3.0, 1.0]] * 4), Words(), ["a b c"]) == pytest.approx(1.0)
+    assert encoder_similarity(Encoder(torch.eye(4).tolist()), Words(), ["a b c"]) == pytest.approx(0.0)
+    # two equal rows, one orthogonal: 1 similar pair of 3 (length does not matter, direction does)
+    model = Encoder([[1.0, 0.0], [5.0, 0.0], [0.0, 2.0]])
+    assert encoder_similarity(model, Words(), ["a b"]) == pytest.approx(1 / 3)
+    assert model.training                     # the caller's mode is restored
+    # every pair of every sentence counts once: (1 similar of 3 pairs) + (1 of 1)
+    assert encoder_similarity(model, Words(), ["a b", "a"]) == pytest.approx(2 / 4)
+
+
 def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, monkeypatch):
     root = need_corpus("multi30k", "train", "dev")
     monkeypatch.setattr(variations, "LONG", LONG.replace(train_pairs=300, vocab_size=400, max_len=40,
@@ -148,8 +184,10 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     protocol = choose_budget(runs, results, root, **quiet)
     assert [p["lr_factor"] for p in protocol["pilot"]] == [0.5, 1.0]
     assert all(len(p["dev_curve"]) == 1 for p in protocol["pilot"])
-    best = min(protocol["pilot"], key=lambda p: p["dev_curve"][0]["dev_ppl"])
+    best = max(protocol["pilot"], key=lambda p: p["dev_curve"][0]["dev_bleu"])
     assert protocol["chosen"]["lr_factor"] == best["lr_factor"]
+    assert protocol["chosen"]["by"] == "highest dev BLEU after 1 epochs"
+    assert all(0 <= p["encoder_similarity"] <= 1 for pilot in protocol["pilot"] for p in pilot["dev_curve"])
     long = protocol["base_long"]["dev_curve"]
     assert 2 <= len(long) <= 3 and protocol["budget_epochs"] == len(long)
     assert long[0] == best["dev_curve"][0]          # the pilot's run, continued
@@ -161,7 +199,8 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     assert choose_budget(runs, results, root, **quiet) == protocol
     # the base row's first seed is the protocol's run, cut at the budget
     base = run_row_epochs("base", 1, protocol, runs, results, root, command="test", **quiet)
-    assert base["dev_curve"] == [{k: p[k] for k in ("epoch", "dev_ppl", "dev_bleu")} for p in long]
+    assert base["dev_curve"] == [{k: p[k] for k in ("epoch", "dev_ppl", "dev_bleu", "encoder_similarity")}
+                                 for p in long]
     assert base["epochs"] == long[-1]["epoch"] and base["command"] == "test"
     monkeypatch.undo()
     monkeypatch.setattr(variations, "LONG", LONG.replace(train_pairs=300, vocab_size=400, max_len=40,
@@ -171,3 +210,51 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     assert len(c1["dev_curve"]) == 2 and c1["config"]["N"] == 2 and c1["config"]["d_model"] == 64
     assert c1["steps"] == 2 * protocol["steps_per_epoch"] and c1["dev_ppl"] == c1["dev_curve"][-1]["dev_ppl"]
     assert load_records(results).keys() == {("base", 1), ("C1", 1)}
+
+
+def test_a_signal_during_the_dev_evaluation_stops_the_sweep_and_loses_no_epoch(tmp_path, monkeypatch):
+    """A command started with `&` from a script inherits SIGINT ignored; the sweep must still stop on it
+    while it scores the dev set (outside the training loop), and resume with every trained epoch kept."""
+    import os
+    import signal
+    root = need_corpus("multi30k", "train", "dev")
+    small = row_profile("C1", 1, LONG.replace(train_pairs=300, vocab_size=400, max_len=40, max_tokens=1000,
+                                              tokens_per_step=1000, warmup_steps=4, amp=False), LONG_SCALE)
+    run, quiet = tmp_path / "run", dict(dev_sentences=3, progress=False, log=lambda msg: None)
+    steps = variations.data_size(small, run, root)[0]
+    scored = []
+    real_evaluate = variations.evaluate_run
+
+    def evaluate_then_signal(*args, **kwargs):
+        scored.append(1)
+        if len(scored) == 2:                  # the second epoch's evaluation
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(variations, "evaluate_run", evaluate_then_signal)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            variations.train_epochs(small, run, 2, steps, root, **quiet)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN     # the caller's handler is back
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(json.loads((run / "dev_curve.json").read_text())) == 1
+    assert checkpoint_paths(run)[-1] == checkpoint_file(run, 2 * steps)       # trained and saved, not scored
+    trained = []
+    real_train = variations.train
+    monkeypatch.setattr(variations, "train", lambda p, *a, **k: trained.append(p.max_steps) or real_train(p, *a, **k))
+    curve = variations.train_epochs(small, run, 2, steps, root, **quiet)
+    assert [p["step"] for p in curve] == [steps, 2 * steps]
+    # the second epoch is not trained again: its call finds the checkpoint at its last step
+    log = (run / "train_log.csv").read_text().splitlines()
+    assert len(log) == 1 + 2 * steps and trained == [2 * steps]
+
+
+def test_the_command_turns_an_interrupt_outside_training_into_a_resume_message(tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(variations, "choose_budget", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        main(["--results", str(tmp_path / "results"), "--runs", str(tmp_path / "runs")])
+    assert "run the same command again to resume" in str(stop.value.code)

@@ -7,8 +7,9 @@ __all__ = [
     "ROWS", "WIDTHS", "SCALE", "NOISE_SEEDS", "SWEEP", "check_row", "scaled_config", "row_profile",
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "compare", "LONG",
     "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
-    "data_size", "plateaued", "train_epochs", "choose_budget", "row_epochs", "run_row_epochs",
-    "second_seeds", "main", "CLAIMS", "claims_first", "claim_verdicts",
+    "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "train_epochs", "choose_budget",
+    "row_epochs", "run_row_epochs", "second_seeds", "converged_sweep", "main", "CLAIMS",
+    "claims_first", "claim_verdicts",
 ]
 
 import argparse
@@ -20,9 +21,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
-from transformer.data import BatchStream, atomic_file
-from transformer.distributed import Runtime, keep_freed_memory, prepare_data
+from transformer.checkpoint import load_model
+from transformer.data import EOS, BatchStream, atomic_file
+from transformer.distributed import Runtime, StopRequest, keep_freed_memory, prepare_data
 from transformer.evaluate import evaluate_run
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
@@ -157,10 +160,12 @@ def compare(ours_better, difference, spread):
 # the budget at which the base row's dev perplexity levels off (the protocol above).
 LONG = PROFILES["table3-epochs"]
 LONG_SCALE = 8
-PILOT_LR = (0.25, 0.5, 1.0)      # lr_factor candidates, tried on the base row
-PILOT_EPOCHS = 8                 # about 900 steps: well past the warm-up
+PILOT_LR = (0.125, 0.25, 0.5, 1.0)   # lr_factor candidates, tried on the base row
+PILOT_EPOCHS = 8                     # about 900 steps: well past the warm-up
 MIN_EPOCHS, MAX_EPOCHS = 10, 60
 PLATEAU_GAIN = 0.02              # less than 2% better over the last fifth: levelled off
+# what a record keeps of each epoch
+CURVE_KEYS = ("epoch", "dev_ppl", "dev_bleu", "encoder_similarity")
 
 
 def data_size(profile, run, data_root=None):
@@ -181,43 +186,69 @@ def plateaued(curve, min_epochs=MIN_EPOCHS, gain=PLATEAU_GAIN):
     return (before - min(p["dev_ppl"] for p in curve[-k:])) / before < gain
 
 
+@torch.no_grad()
+def encoder_similarity(model, vocab, sentences):
+    """The mean cosine similarity between the encoder's outputs at two different
+    positions of the same sentence, over all such pairs in `sentences` (raw text).
+    Near 1, the encoder says the same thing at every position, and attention over
+    its output cannot tell one source word from another."""
+    was_training = model.training
+    model.eval()
+    total, pairs = 0.0, 0
+    for ids in vocab.encode(list(sentences)):
+        x = F.normalize(model.encode(torch.tensor([ids + [EOS]]))[0].float(), dim=-1)
+        total += (x @ x.T).sum().item() - len(x)        # every pair but a word with itself
+        pairs += len(x) * (len(x) - 1)
+    model.train(was_training)
+    return total / max(pairs, 1)
+
+
 def train_epochs(profile, run, epochs, epoch_steps, data_root=None, dev_sentences=None,
                  stop=None, progress=True, log=print):
     """Train `profile` into `run` one epoch (epoch_steps) at a time, up to `epochs` or
     until stop(curve), scoring the dev set after each epoch as Table 3 does: perplexity
-    per piece, and BLEU with beam 4 and alpha 0.6 of the last checkpoint alone. The
-    curve is kept in run/dev_curve.json; a killed run resumes from it and from its
+    per piece, and BLEU with beam 4 and alpha 0.6 of the last checkpoint alone; and
+    measuring how much the encoder's output varies along a sentence
+    (encoder_similarity). The curve is kept in run/dev_curve.json; a killed run resumes from it and from its
     checkpoints. Returns the curve."""
     path = Path(run) / "dev_curve.json"
     curve = json.loads(path.read_text()) if path.exists() else []
-    while len(curve) < epochs and not (stop and stop(curve)):
-        step = (len(curve) + 1) * epoch_steps
-        summary = train(profile.replace(max_steps=step, eval_every=epoch_steps,
-                                        save_every_steps=epoch_steps), run, data_root,
-                        progress=progress, log=log)
-        if summary["stopped_by"]:
-            sys.exit(f"stopped by {summary['stopped_by']}; run the same command again "
-                     f"to resume")
-        started = time.time()
-        scores = evaluate_run(run, "dev", average_last=1, beam_size=4, alpha=0.6,
-                              data_root=data_root, max_sentences=dev_sentences,
-                              progress=False)
-        curve.append({"epoch": round(summary["epochs"], 2), "step": step,
-                      "dev_ppl": round(dev_ppl_at(run, step), 3),
-                      "dev_bleu": scores["sacrebleu"],
-                      "train_minutes": round(summary["train_minutes"], 2),
-                      "eval_minutes": round((time.time() - started) / 60, 2)})
-        log(f"{profile.name}: epoch {len(curve)}, dev perplexity "
-            f"{curve[-1]['dev_ppl']}, dev BLEU {curve[-1]['dev_bleu']}")
-        with atomic_file(path) as tmp:
-            tmp.write_text(json.dumps(curve, indent=1) + "\n")
+    # Between the training loop's steps a signal stops the run at once (KeyboardInterrupt
+    # or SystemExit): the epoch's checkpoint is saved before its evaluation starts, so
+    # only the evaluation is redone. This holds even where SIGINT came in ignored, as it
+    # does for a command started with `&` from a script.
+    with StopRequest():
+        while len(curve) < epochs and not (stop and stop(curve)):
+            step = (len(curve) + 1) * epoch_steps
+            summary = train(profile.replace(max_steps=step, eval_every=epoch_steps,
+                                            save_every_steps=epoch_steps), run,
+                            data_root, progress=progress, log=log)
+            if summary["stopped_by"]:
+                sys.exit(f"stopped by {summary['stopped_by']}; run the same command "
+                         f"again to resume")
+            started = time.time()
+            scores = evaluate_run(run, "dev", average_last=1, beam_size=4, alpha=0.6,
+                                  data_root=data_root, max_sentences=dev_sentences,
+                                  progress=False)
+            model, vocab, _ = load_model(run, average_last=1)
+            curve.append({"epoch": round(summary["epochs"], 2), "step": step,
+                          "dev_ppl": round(dev_ppl_at(run, step), 3),
+                          "dev_bleu": scores["sacrebleu"],
+                          "encoder_similarity": round(encoder_similarity(
+                              model, vocab, scores["sources"]), 4),
+                          "train_minutes": round(summary["train_minutes"], 2),
+                          "eval_minutes": round((time.time() - started) / 60, 2)})
+            log(f"{profile.name}: epoch {len(curve)}, dev perplexity "
+                f"{curve[-1]['dev_ppl']}, dev BLEU {curve[-1]['dev_bleu']}")
+            with atomic_file(path) as tmp:
+                tmp.write_text(json.dumps(curve, indent=1) + "\n")
     return curve
 
 
 def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_root=None,
                   dev_sentences=None, progress=True, log=print, command=None):
     """The protocol, decided on the base row before any other row trains: the learning
-    rate factor with the lowest dev perplexity after PILOT_EPOCHS epochs, then that
+    rate factor with the highest dev BLEU after PILOT_EPOCHS epochs, then that
     run continued epoch by epoch until its dev perplexity levels off; that many epochs
     is every row's budget. Kept as results_dir/protocol.json (read back if there); the
     learning-rate choice alone is kept as results_dir/pilot.json as soon as it is made,
@@ -242,7 +273,9 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
             pilots.append({"lr_factor": lr, "run": profile.name,
                            "dev_curve": curve[:PILOT_EPOCHS]})
         write_record(pilot_path, {"pilot": pilots}, command)
-    chosen = min(pilots, key=lambda p: p["dev_curve"][PILOT_EPOCHS - 1]["dev_ppl"])
+    # BLEU, not perplexity: a decoder that has not learnt to read its source can still
+    # model German well enough to win on perplexity (the page measures it)
+    chosen = max(pilots, key=lambda p: p["dev_curve"][PILOT_EPOCHS - 1]["dev_bleu"])
     profile = base.replace(name=chosen["run"], lr_factor=chosen["lr_factor"])
     curve = train_epochs(profile, Path(runs_dir) / chosen["run"], MAX_EPOCHS, size[0],
                          data_root, dev_sentences, stop=plateaued, progress=progress,
@@ -251,7 +284,7 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
         "scale": LONG_SCALE, "steps_per_epoch": size[0], "vocab": size[1],
         "pilot": pilots,
         "chosen": {"lr_factor": chosen["lr_factor"], "warmup_steps": base.warmup_steps,
-                   "by": f"lowest dev perplexity after {PILOT_EPOCHS} epochs"},
+                   "by": f"highest dev BLEU after {PILOT_EPOCHS} epochs"},
         "base_long": {"run": chosen["run"], "dev_curve": curve,
                       "rule": f"stop when the best dev perplexity of the last fifth of "
                               f"the epochs (at least 2) beats the epoch before them by "
@@ -293,8 +326,7 @@ def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
         "row": row, "seed": seed, "scale": LONG_SCALE, "config": asdict(cfg),
         "paper": TABLE3[row], "epochs": curve[-1]["epoch"], "steps": curve[-1]["step"],
         "dev_ppl": curve[-1]["dev_ppl"], "dev_bleu": curve[-1]["dev_bleu"],
-        "dev_curve": [{k: p[k] for k in ("epoch", "dev_ppl", "dev_bleu")}
-                      for p in curve],
+        "dev_curve": [{k: p[k] for k in CURVE_KEYS} for p in curve],
         "parameters": Transformer(cfg, protocol["vocab"]).num_parameters(),
         "train_minutes": curve[-1]["train_minutes"],
         "eval_minutes": round(sum(p["eval_minutes"] for p in curve), 2),
@@ -315,6 +347,32 @@ def second_seeds(records):
     return [(row, 2) for (row, seed), r in records.items()
             if row != "base" and seed == 1 and (row, 2) not in records
             and any(abs(r[m] - mean[m]) <= spread[m] for m in metrics)]
+
+
+def converged_sweep(plan, runs, results, data_dir, command):
+    """The protocol, then every (row, seed) of plan and the second seeds the records
+    ask for, claimed rows first; each run resumes where it was stopped."""
+    protocol = choose_budget(runs, results, data_dir, command=command)
+    print(f"budget: {protocol['budget_epochs']} epochs of "
+          f"{protocol['steps_per_epoch']} steps, lr_factor "
+          f"{protocol['chosen']['lr_factor']}", flush=True)
+    done = 0
+    while True:
+        # the rows the paper's claims compare come first (second seeds included), so
+        # that verdicts arrive early
+        runs_now = claims_first(plan + second_seeds(load_records(results)))
+        todo = [(r, s) for r, s in runs_now if not record_path(results, r, s).exists()]
+        if not todo:
+            break
+        row, seed = todo[0]
+        done += 1
+        print(f"[{done}] row {row}, seed {seed} ({len(todo)} to run)", flush=True)
+        record = run_row_epochs(row, seed, protocol, runs, results, data_dir,
+                                command=command)
+        print(f"  {record['epochs']} epochs: dev PPL {record['dev_ppl']}, dev BLEU "
+              f"{record['dev_bleu']} (paper: {record['paper']['dev_ppl']}, "
+              f"{record['paper']['dev_bleu']}), {record['train_minutes']:.0f} min",
+              flush=True)
 
 
 def main(argv=None):
@@ -361,27 +419,12 @@ def main(argv=None):
             print(f"  dev PPL {record['dev_ppl']}, dev BLEU {record['dev_bleu']}",
                   flush=True)
         return
-    protocol = choose_budget(runs, results, args.data_dir, command=command)
-    print(f"budget: {protocol['budget_epochs']} epochs of "
-          f"{protocol['steps_per_epoch']} steps, lr_factor "
-          f"{protocol['chosen']['lr_factor']}", flush=True)
-    done = 0
-    while True:
-        # the rows the paper's claims compare come first (second seeds included), so
-        # that verdicts arrive early
-        runs_now = claims_first(plan + second_seeds(load_records(results)))
-        todo = [(r, s) for r, s in runs_now if not record_path(results, r, s).exists()]
-        if not todo:
-            break
-        row, seed = todo[0]
-        done += 1
-        print(f"[{done}] row {row}, seed {seed} ({len(todo)} to run)", flush=True)
-        record = run_row_epochs(row, seed, protocol, runs, results, args.data_dir,
-                                command=command)
-        print(f"  {record['epochs']} epochs: dev PPL {record['dev_ppl']}, dev BLEU "
-              f"{record['dev_bleu']} (paper: {record['paper']['dev_ppl']}, "
-              f"{record['paper']['dev_bleu']}), {record['train_minutes']:.0f} min",
-              flush=True)
+    try:
+        converged_sweep(plan, runs, results, args.data_dir, command)
+    except KeyboardInterrupt:
+        sys.exit("interrupted outside a training step (a dev evaluation or the data's "
+                 "preparation); every finished epoch is kept: run the same command "
+                 "again to resume")
 
 
 # (claim, row a, row b): the paper's text says a beats b on BLEU; b None: a is about
