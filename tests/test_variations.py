@@ -258,3 +258,28 @@ def test_the_command_turns_an_interrupt_outside_training_into_a_resume_message(t
     with pytest.raises(SystemExit) as stop:
         main(["--results", str(tmp_path / "results"), "--runs", str(tmp_path / "runs")])
     assert "run the same command again to resume" in str(stop.value.code)
+
+
+def test_two_processes_share_the_sweep_each_taking_a_run_the_other_does_not_hold(tmp_path, monkeypatch, capsys):
+    from transformer.variations import converged_sweep, take_run
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    monkeypatch.setattr(variations, "choose_budget",
+                        lambda *a, **k: {"budget_epochs": 1, "steps_per_epoch": 1, "chosen": {"lr_factor": 1}})
+    trained = []
+
+    def fake_run(row, seed, protocol, runs_dir, results_dir, *args, **kwargs):
+        trained.append((row, seed))
+        record = {"row": row, "seed": seed, "epochs": 1, "dev_ppl": 10, "dev_bleu": 20,
+                  "paper": TABLE3[row], "train_minutes": 1}
+        record_path(results_dir, row, seed).parent.mkdir(parents=True, exist_ok=True)
+        record_path(results_dir, row, seed).write_text(json.dumps(record))
+        return record
+
+    monkeypatch.setattr(variations, "run_row_epochs", fake_run)
+    plan = [("base", 1), ("A1", 1), ("B1", 1)]
+    with take_run(runs, "A1", 1):                 # another process trains A1
+        converged_sweep(plan, runs, results, None, "test")
+    assert trained == [("base", 1), ("B1", 1)]
+    assert "the 1 runs left are being trained by other processes" in capsys.readouterr().out
+    converged_sweep(plan, runs, results, None, "test")     # A1 is free again
+    assert trained[-1] == ("A1", 1) and "every run has its record" in capsys.readouterr().out

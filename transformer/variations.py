@@ -8,7 +8,7 @@ __all__ = [
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "compare", "LONG",
     "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
     "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "train_epochs", "choose_budget",
-    "row_epochs", "run_row_epochs", "second_seeds", "converged_sweep", "main", "CLAIMS",
+    "row_epochs", "run_row_epochs", "second_seeds", "take_run", "converged_sweep", "main", "CLAIMS",
     "claims_first", "claim_verdicts",
 ]
 
@@ -23,9 +23,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from transformer.checkpoint import load_model
+from transformer.checkpoint import RunInUse, load_model, run_lock
 from transformer.data import EOS, BatchStream, atomic_file
-from transformer.distributed import Runtime, StopRequest, keep_freed_memory, prepare_data
+from transformer.distributed import (Runtime, StopRequest, keep_freed_memory,
+                                     prepare_data)
 from transformer.evaluate import evaluate_run
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
@@ -197,7 +198,8 @@ def encoder_similarity(model, vocab, sentences):
     total, pairs = 0.0, 0
     for ids in vocab.encode(list(sentences)):
         x = F.normalize(model.encode(torch.tensor([ids + [EOS]]))[0].float(), dim=-1)
-        total += (x @ x.T).sum().item() - len(x)        # every pair but a word with itself
+        # every pair of positions but each position with itself
+        total += (x @ x.T).sum().item() - len(x)
         pairs += len(x) * (len(x) - 1)
     model.train(was_training)
     return total / max(pairs, 1)
@@ -209,14 +211,14 @@ def train_epochs(profile, run, epochs, epoch_steps, data_root=None, dev_sentence
     until stop(curve), scoring the dev set after each epoch as Table 3 does: perplexity
     per piece, and BLEU with beam 4 and alpha 0.6 of the last checkpoint alone; and
     measuring how much the encoder's output varies along a sentence
-    (encoder_similarity). The curve is kept in run/dev_curve.json; a killed run resumes from it and from its
-    checkpoints. Returns the curve."""
+    (encoder_similarity). The curve is kept in run/dev_curve.json; a killed run
+    resumes from it and from its checkpoints. Returns the curve."""
     path = Path(run) / "dev_curve.json"
     curve = json.loads(path.read_text()) if path.exists() else []
-    # Between the training loop's steps a signal stops the run at once (KeyboardInterrupt
-    # or SystemExit): the epoch's checkpoint is saved before its evaluation starts, so
-    # only the evaluation is redone. This holds even where SIGINT came in ignored, as it
-    # does for a command started with `&` from a script.
+    # Between the training loop's steps a signal stops the run at once (as
+    # KeyboardInterrupt or SystemExit): the epoch's checkpoint is saved before its
+    # evaluation starts, so only the evaluation is redone. This holds even where SIGINT
+    # came in ignored, as it does for a command started with `&` from a script.
     with StopRequest():
         while len(curve) < epochs and not (stop and stop(curve)):
             step = (len(curve) + 1) * epoch_steps
@@ -349,26 +351,42 @@ def second_seeds(records):
             and any(abs(r[m] - mean[m]) <= spread[m] for m in metrics)]
 
 
+def take_run(runs, row, seed):
+    """A lock that one process holds while it trains (row, seed): RunInUse where another
+    process holds it."""
+    holder = Path(runs) / "taken" / f"{row}-seed{seed}"
+    holder.mkdir(parents=True, exist_ok=True)
+    return run_lock(holder)
+
+
 def converged_sweep(plan, runs, results, data_dir, command):
     """The protocol, then every (row, seed) of plan and the second seeds the records
-    ask for, claimed rows first; each run resumes where it was stopped."""
+    ask for, the rows of the paper's claims first; each run resumes where it was
+    stopped. Once the protocol is decided, several processes can share the sweep: each
+    takes the first run that no other process holds."""
     protocol = choose_budget(runs, results, data_dir, command=command)
     print(f"budget: {protocol['budget_epochs']} epochs of "
           f"{protocol['steps_per_epoch']} steps, lr_factor "
           f"{protocol['chosen']['lr_factor']}", flush=True)
-    done = 0
     while True:
         # the rows the paper's claims compare come first (second seeds included), so
         # that verdicts arrive early
         runs_now = claims_first(plan + second_seeds(load_records(results)))
         todo = [(r, s) for r, s in runs_now if not record_path(results, r, s).exists()]
-        if not todo:
-            break
-        row, seed = todo[0]
-        done += 1
-        print(f"[{done}] row {row}, seed {seed} ({len(todo)} to run)", flush=True)
-        record = run_row_epochs(row, seed, protocol, runs, results, data_dir,
-                                command=command)
+        record = None
+        for row, seed in todo:
+            try:
+                with take_run(runs, row, seed):
+                    print(f"row {row}, seed {seed} ({len(todo)} to run)", flush=True)
+                    record = run_row_epochs(row, seed, protocol, runs, results,
+                                            data_dir, command=command)
+                break
+            except RunInUse:
+                continue            # another process is training it
+        if record is None:
+            print("every run has its record" if not todo else
+                  f"the {len(todo)} runs left are being trained by other processes")
+            return
         print(f"  {record['epochs']} epochs: dev PPL {record['dev_ppl']}, dev BLEU "
               f"{record['dev_bleu']} (paper: {record['paper']['dev_ppl']}, "
               f"{record['paper']['dev_bleu']}), {record['train_minutes']:.0f} min",
