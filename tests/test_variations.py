@@ -134,6 +134,9 @@ def test_rows_within_the_base_seed_range_get_a_second_seed():
     records["A4", 1], records["A4", 2] = {"dev_bleu": 21, "dev_ppl": 11}, {"dev_bleu": 21, "dev_ppl": 11}
     assert sorted(second_seeds(records)) == [("A2", 2), ("A3", 2)]
     assert second_seeds({("base", 1): records["base", 1], ("A2", 1): records["A2", 1]}) == []
+    # two base seeds of three: no decision yet, whichever runs happened to finish first
+    del records["base", 3]
+    assert second_seeds(records) == []
 
 
 class Encoder:
@@ -141,7 +144,7 @@ class Encoder:
     training = True
 
     def __init__(self, outputs):
-        self.outputs = outputs
+        self.outputs, self.modes = outputs, []
 
     def eval(self):
         self.training = False
@@ -150,6 +153,7 @@ class Encoder:
         self.training = mode
 
     def encode(self, src):
+        self.modes.append(self.training)
         return torch.tensor([self.outputs[: src.size(1)]], dtype=torch.float)
 
 
@@ -165,7 +169,7 @@ def test_encoder_similarity_is_one_for_a_collapsed_encoder_and_zero_for_orthogon
     # two equal rows, one orthogonal: 1 similar pair of 3 (length does not matter, direction does)
     model = Encoder([[1.0, 0.0], [5.0, 0.0], [0.0, 2.0]])
     assert encoder_similarity(model, Words(), ["a b"]) == pytest.approx(1 / 3)
-    assert model.training                     # the caller's mode is restored
+    assert model.modes == [False] and model.training     # measured without dropout; the caller's mode is back
     # every pair of every sentence counts once: (1 similar of 3 pairs) + (1 of 1)
     assert encoder_similarity(model, Words(), ["a b", "a"]) == pytest.approx(2 / 4)
 
@@ -255,6 +259,7 @@ def test_the_command_turns_an_interrupt_outside_training_into_a_resume_message(t
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
     monkeypatch.setattr(variations, "choose_budget", interrupted)
+    monkeypatch.setattr(variations, "keep_freed_memory", lambda: None)
     with pytest.raises(SystemExit) as stop:
         main(["--results", str(tmp_path / "results"), "--runs", str(tmp_path / "runs")])
     assert "run the same command again to resume" in str(stop.value.code)
@@ -277,9 +282,51 @@ def test_two_processes_share_the_sweep_each_taking_a_run_the_other_does_not_hold
 
     monkeypatch.setattr(variations, "run_row_epochs", fake_run)
     plan = [("base", 1), ("A1", 1), ("B1", 1)]
-    with take_run(runs, "A1", 1):                 # another process trains A1
+    with take_run(runs, "A1-seed1"):              # another process trains A1
         converged_sweep(plan, runs, results, None, "test")
     assert trained == [("base", 1), ("B1", 1)]
     assert "the 1 runs left are being trained by other processes" in capsys.readouterr().out
     converged_sweep(plan, runs, results, None, "test")     # A1 is free again
     assert trained[-1] == ("A1", 1) and "every run has its record" in capsys.readouterr().out
+    # a second process cannot start deciding the protocol while one is deciding it
+    monkeypatch.undo()
+    monkeypatch.setattr(variations, "keep_freed_memory", lambda: None)
+    with take_run(tmp_path / "runs2", "protocol"):
+        with pytest.raises(SystemExit) as stop:
+            main(["--runs", str(tmp_path / "runs2"), "--results", str(tmp_path / "results2")])
+    assert "deciding the protocol" in str(stop.value.code)
+    assert not (tmp_path / "results2").exists()
+
+
+def test_the_pilot_chooses_the_rate_by_bleu_where_perplexity_would_choose_another(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+
+    def point(epoch, ppl, bleu):
+        return {"epoch": epoch, "step": 10 * epoch, "dev_ppl": ppl, "dev_bleu": bleu, "encoder_similarity": 0.5,
+                "train_minutes": epoch, "eval_minutes": 0.1}
+
+    pilots = [{"lr_factor": lr, "run": f"run-lr{lr}", "dev_curve": [point(1, ppl, bleu)]}
+              for lr, ppl, bleu in ((0.25, 50, 9.0), (0.5, 40, 6.0))]       # perplexity picks 0.5, BLEU 0.25
+    (results / "pilot.json").write_text(json.dumps({"pilot": pilots}))
+    monkeypatch.setattr(variations, "PILOT_EPOCHS", 1)
+    monkeypatch.setattr(variations, "data_size", lambda *a, **k: (10, 400))
+    continued = []
+
+    def train_epochs(profile, run, epochs, *args, **kwargs):
+        continued.append((profile.lr_factor, run.name))
+        return [point(1, 50, 9.0), point(2, 30, 15.0)]
+
+    monkeypatch.setattr(variations, "train_epochs", train_epochs)
+    protocol = choose_budget(tmp_path / "runs", results, None, progress=False, log=lambda m: None)
+    assert protocol["chosen"]["lr_factor"] == 0.25 and continued == [(0.25, "run-lr0.25")]
+    assert protocol["budget_epochs"] == 2 and protocol["pilot"] == pilots
+
+
+def test_a_run_whose_curve_an_earlier_sweep_wrote_is_refused_before_training(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "dev_curve.json").write_text(json.dumps([{"epoch": 1, "step": 10, "dev_ppl": 50, "dev_bleu": 5}]))
+    monkeypatch.setattr(variations, "train", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(ValueError, match="earlier version of the sweep"):
+        variations.train_epochs(LONG, run, 3, 10, progress=False, log=lambda m: None)

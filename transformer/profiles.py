@@ -144,7 +144,8 @@ PROFILES = {p.name: p for p in [
     # Chapter 6.2's Table 3 sweeps: the base row's data and schedule; each row changes
     # the model (transformer.variations.row_profile). The converged sweep trains whole
     # epochs (its runner sets max_steps) at the learning-rate factor its pilot chooses,
-    # in float32 so that its records do not depend on which CPU ran them.
+    # in float32 so that its records do not depend on whether the CPU that ran them has
+    # bfloat16 instructions.
     Profile("table3-epochs", "multi30k", "base",
             "one Table 3 row at an eighth of the width, for whole epochs of a third of "
             "Multi30k, CPU",

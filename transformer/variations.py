@@ -8,13 +8,14 @@ __all__ = [
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "compare", "LONG",
     "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
     "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "train_epochs", "choose_budget",
-    "row_epochs", "run_row_epochs", "second_seeds", "take_run", "converged_sweep", "main", "CLAIMS",
-    "claims_first", "claim_verdicts",
+    "decide_protocol", "row_epochs", "run_row_epochs", "second_seeds", "take_run",
+    "converged_sweep", "main", "CLAIMS", "claims_first", "claim_verdicts",
 ]
 
 import argparse
 import json
 import math
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -215,10 +216,15 @@ def train_epochs(profile, run, epochs, epoch_steps, data_root=None, dev_sentence
     resumes from it and from its checkpoints. Returns the curve."""
     path = Path(run) / "dev_curve.json"
     curve = json.loads(path.read_text()) if path.exists() else []
-    # Between the training loop's steps a signal stops the run at once (as
-    # KeyboardInterrupt or SystemExit): the epoch's checkpoint is saved before its
-    # evaluation starts, so only the evaluation is redone. This holds even where SIGINT
-    # came in ignored, as it does for a command started with `&` from a script.
+    if any(key not in point for point in curve for key in CURVE_KEYS):
+        raise ValueError(f"{path} was written by an earlier version of the sweep (its "
+                         f"epochs lack some of {', '.join(CURVE_KEYS)}); train this "
+                         f"row into another runs folder")
+    # Outside the training loop (a dev evaluation, between epochs) a signal stops the
+    # run at once (as KeyboardInterrupt or SystemExit): the epoch's checkpoint is saved
+    # before its evaluation starts, so only the evaluation is redone. This holds even
+    # where SIGINT came in ignored, as it does for a command started with `&` from a
+    # script.
     with StopRequest():
         while len(curve) < epochs and not (stop and stop(curve)):
             step = (len(curve) + 1) * epoch_steps
@@ -256,9 +262,20 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
     learning-rate choice alone is kept as results_dir/pilot.json as soon as it is made,
     so that a new checkout does not try the rates again."""
     out = Path(results_dir) / "protocol.json"
-    pilot_path = Path(results_dir) / "pilot.json"
     if out.exists():
         return json.loads(out.read_text())
+    # one process decides; another started meanwhile stops with RunInUse
+    with take_run(runs_dir, "protocol"):
+        if out.exists():                # decided while this process started
+            return json.loads(out.read_text())
+        return decide_protocol(runs_dir, results_dir, data_root, dev_sentences,
+                               progress, log, command)
+
+
+def decide_protocol(runs_dir, results_dir, data_root, dev_sentences, progress, log,
+                    command):
+    out = Path(results_dir) / "protocol.json"
+    pilot_path = Path(results_dir) / "pilot.json"
     base = row_profile("base", 1, LONG, LONG_SCALE)
     # the data, prepared in the first rate's run folder
     size = data_size(base, Path(runs_dir) / f"{base.name}-lr{PILOT_LR[0]}", data_root)
@@ -339,10 +356,12 @@ def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
 
 def second_seeds(records):
     """Rows to train with a second seed: those whose dev BLEU or perplexity lies
-    within the base row's seed range of the base mean."""
-    base = [r for (row, _), r in records.items() if row == "base"]
-    if len(base) < 2:
+    within the base row's seed range of the base mean. None until every seed of
+    NOISE_SEEDS has its record, so that the choice does not depend on which runs
+    happened to finish first."""
+    if not all(("base", seed) in records for seed in NOISE_SEEDS):
         return []
+    base = [r for (row, _), r in records.items() if row == "base"]
     metrics = ("dev_bleu", "dev_ppl")
     mean = {m: sum(b[m] for b in base) / len(base) for m in metrics}
     spread = {m: seed_spread(records, m) for m in metrics}
@@ -351,10 +370,10 @@ def second_seeds(records):
             and any(abs(r[m] - mean[m]) <= spread[m] for m in metrics)]
 
 
-def take_run(runs, row, seed):
-    """A lock that one process holds while it trains (row, seed): RunInUse where another
-    process holds it."""
-    holder = Path(runs) / "taken" / f"{row}-seed{seed}"
+def take_run(runs, name):
+    """A lock that one process holds while it trains the run `name` (or decides the
+    protocol): RunInUse where another process holds it."""
+    holder = Path(runs) / "taken" / name
     holder.mkdir(parents=True, exist_ok=True)
     return run_lock(holder)
 
@@ -373,20 +392,25 @@ def converged_sweep(plan, runs, results, data_dir, command):
         # that verdicts arrive early
         runs_now = claims_first(plan + second_seeds(load_records(results)))
         todo = [(r, s) for r, s in runs_now if not record_path(results, r, s).exists()]
-        record = None
+        record, busy = None, 0
         for row, seed in todo:
             try:
-                with take_run(runs, row, seed):
-                    print(f"row {row}, seed {seed} ({len(todo)} to run)", flush=True)
+                with take_run(runs, f"{row}-seed{seed}"):
+                    if record_path(results, row, seed).exists():
+                        continue            # finished by another process meanwhile
+                    print(f"row {row}, seed {seed} ({len(todo)} without a record)",
+                          flush=True)
                     record = run_row_epochs(row, seed, protocol, runs, results,
                                             data_dir, command=command)
                 break
             except RunInUse:
-                continue            # another process is training it
-        if record is None:
-            print("every run has its record" if not todo else
-                  f"the {len(todo)} runs left are being trained by other processes")
+                busy += 1                   # another process is training it
+        if record is None and (busy or not todo):
+            print(f"the {busy} runs left are being trained by other processes" if busy
+                  else "every run has its record")
             return
+        if record is None:
+            continue                        # all finished meanwhile: look again
         print(f"  {record['epochs']} epochs: dev PPL {record['dev_ppl']}, dev BLEU "
               f"{record['dev_bleu']} (paper: {record['paper']['dev_ppl']}, "
               f"{record['paper']['dev_bleu']}), {record['train_minutes']:.0f} min",
@@ -437,12 +461,21 @@ def main(argv=None):
             print(f"  dev PPL {record['dev_ppl']}, dev BLEU {record['dev_bleu']}",
                   flush=True)
         return
+    again = "the epochs already saved are kept: run the same command again to resume"
     try:
-        converged_sweep(plan, runs, results, args.data_dir, command)
+        # a signal outside a training loop stops the sweep at once, even where SIGINT
+        # came in ignored
+        with StopRequest():
+            converged_sweep(plan, runs, results, args.data_dir, command)
     except KeyboardInterrupt:
-        sys.exit("interrupted outside a training step (a dev evaluation or the data's "
-                 "preparation); every finished epoch is kept: run the same command "
-                 "again to resume")
+        sys.exit(f"interrupted; {again}")
+    except SystemExit as stop:
+        if stop.code == 128 + signal.SIGTERM:
+            print(f"stopped by SIGTERM; {again}", file=sys.stderr)
+        raise
+    except RunInUse as err:
+        sys.exit(f"{err}\n(another copy of this command is deciding the protocol; "
+                 f"start this one once {results}/protocol.json exists)")
 
 
 # (claim, row a, row b): the paper's text says a beats b on BLEU; b None: a is about
