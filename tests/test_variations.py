@@ -330,3 +330,22 @@ def test_a_run_whose_curve_an_earlier_sweep_wrote_is_refused_before_training(tmp
     monkeypatch.setattr(variations, "train", lambda *a, **k: pytest.fail("trained"))
     with pytest.raises(ValueError, match="earlier version of the sweep"):
         variations.train_epochs(LONG, run, 3, 10, progress=False, log=lambda m: None)
+
+
+def test_the_ledger_row_of_the_converged_sweep_marks_verdicts_that_wait_for_a_second_seed():
+    from transformer.conclusion import converged_table3
+
+    protocol = {"budget_epochs": 60, "scale": 8, "chosen": {"lr_factor": 0.25},
+                "hardware": {"cpu": "x"}, "command": "python -m transformer.variations"}
+    records = {("base", s): {"dev_bleu": b, "dev_ppl": p} for s, b, p in ((1, 20, 10), (2, 21, 11), (3, 22, 12))}
+    row = converged_table3(protocol, records)
+    assert row["result"].endswith("(in progress): 1 of 20 rows")
+    assert row["ours"] == "base seeds within 2.00 perplexity and 2.00 BLEU; no claim has all its rows measured yet"
+    records["A1", 1] = {"dev_bleu": 15, "dev_ppl": 20}      # far below base: no second seed
+    records["A4", 1] = {"dev_bleu": 21.5, "dev_ppl": 30}    # within the base range by BLEU
+    row = converged_table3(protocol, records)
+    assert "of 2 claims measured, by dev BLEU: 1 reproduced, 1 within noise" in row["ours"]
+    assert row["ours"].endswith("(1 provisional: a second seed to come)")
+    records["A4", 2] = {"dev_bleu": 21.0, "dev_ppl": 29}
+    assert "provisional" not in converged_table3(protocol, records)["ours"]
+    assert converged_table3(protocol, {})["ours"] == "no record yet"

@@ -4,7 +4,7 @@
 section 7)."""
 
 __all__ = [
-    "hardware_text", "ledger",
+    "hardware_text", "converged_table3", "ledger",
 ]
 
 import json
@@ -13,12 +13,47 @@ from pathlib import Path
 
 from transformer.model import PRESETS
 from transformer.paper import TABLE2, TABLE3, TABLE4
-from transformer.variations import claim_verdicts, load_records
+from transformer.variations import (LONG, claim_verdicts, load_records,
+                                   second_seeds, seed_spread)
 
 
 def hardware_text(h):
     gpu = h.get("gpu") or "no GPU"
-    return f"{h['cpu']}, {h['cores']} cores, {h['torch_threads']} threads, {gpu}"
+    threads = f"{h['torch_threads']} thread{'s' if h['torch_threads'] != 1 else ''}"
+    return f"{h['cpu']}, {h['cores']} cores, {threads}, {gpu}"
+
+
+def converged_table3(protocol, records):
+    """The ledger's row for the Table 3 sweep that trains every row for the base row's
+    budget of epochs: how far it has got, its seed noise and its verdicts so far."""
+    rows_done = {row for row, _ in records}
+    verdicts = claim_verdicts(records)
+    pending = {row for row, _ in second_seeds(records)}
+    spread = {m: seed_spread(records, m) for m in ("dev_ppl", "dev_bleu")}
+    ours = "no record yet"
+    if spread["dev_bleu"] is not None:
+        ours = (f"base seeds within {spread['dev_ppl']:.2f} perplexity and "
+                f"{spread['dev_bleu']:.2f} BLEU; ")
+        if verdicts:
+            counts = Counter(by_bleu for _, by_bleu, _ in verdicts.values())
+            claims = f"{len(verdicts)} claim{'s' if len(verdicts) != 1 else ''}"
+            ours += (f"of {claims} measured, by dev BLEU: "
+                     + ", ".join(f"{n} {v}" for v, n in counts.most_common()))
+            unsure = sum(bool(set(rows) & pending) for rows, _, _ in verdicts.values())
+            if unsure:
+                ours += f" ({unsure} provisional: a second seed to come)"
+        else:
+            ours += "no claim has all its rows measured yet"
+    done = len(rows_done) == len(TABLE3) and not pending
+    return dict(
+        result=f"6.2 Table 3, trained {protocol['budget_epochs']} epochs a row"
+               f"{'' if done else ' (in progress)'}: {len(rows_done)} of "
+               f"{len(TABLE3)} rows",
+        ours=ours, paper="each claim as the paper's text draws it from Table 3",
+        scale=f"widths/{protocol['scale']}, {LONG.train_pairs:,} pairs of Multi30k, "
+              f"{protocol['budget_epochs']} epochs per row and 3x for big, lr factor "
+              f"{protocol['chosen']['lr_factor']} chosen on dev BLEU",
+        hardware=protocol["hardware"], command=protocol["command"])
 
 
 def ledger(results):
@@ -56,6 +91,9 @@ def ledger(results):
                   f"(about one epoch)",
             hardware=any_record["hardware"],
             command="python -m transformer.variations --short"))
+    if (results / "table3" / "protocol.json").exists():
+        rows.append(converged_table3(read("table3", "protocol.json"),
+                                     load_records(results / "table3")))
     if (results / "parsing" / "results.json").exists():
         parse = read("parsing", "results.json")
         paper_f1 = next(f1 for model, data, f1 in TABLE4
