@@ -344,7 +344,7 @@ def test_the_ledger_row_of_the_converged_sweep_marks_verdicts_that_wait_for_a_se
     records["A1", 1] = {"dev_bleu": 15, "dev_ppl": 20}      # far below base: no second seed
     records["A4", 1] = {"dev_bleu": 21.5, "dev_ppl": 30}    # within the base range by BLEU
     row = converged_table3(protocol, records)
-    assert "of 2 claims measured, by dev BLEU: 1 reproduced, 1 within noise" in row["ours"]
+    assert "2 claims measured, by dev BLEU: reproduced 1, within noise 1" in row["ours"]
     assert row["ours"].endswith("(1 provisional: a second seed to come)")
     records["A4", 2] = {"dev_bleu": 21.0, "dev_ppl": 29}
     assert "provisional" not in converged_table3(protocol, records)["ours"]

@@ -37,8 +37,8 @@ def converged_table3(protocol, records):
         if verdicts:
             counts = Counter(by_bleu for _, by_bleu, _ in verdicts.values())
             claims = f"{len(verdicts)} claim{'s' if len(verdicts) != 1 else ''}"
-            ours += (f"of {claims} measured, by dev BLEU: "
-                     + ", ".join(f"{n} {v}" for v, n in counts.most_common()))
+            ours += (f"{claims} measured, by dev BLEU: "
+                     + ", ".join(f"{v} {n}" for v, n in counts.most_common()))
             unsure = sum(bool(set(rows) & pending) for rows, _, _ in verdicts.values())
             if unsure:
                 ours += f" ({unsure} provisional: a second seed to come)"
@@ -84,8 +84,8 @@ def ledger(results):
         any_record = next(iter(records.values()))
         rows.append(dict(
             result=f"6.2 Table 3, 400 steps: {len(rows_done)} of {len(TABLE3)} rows",
-            ours=f"of {len(verdicts)} claims, by dev BLEU: "
-                 + ", ".join(f"{n} {v}" for v, n in counts.most_common()),
+            ours=f"{len(verdicts)} claims by dev BLEU: "
+                 + ", ".join(f"{v} {n}" for v, n in counts.most_common()),
             paper="each claim as the paper's text draws it from Table 3",
             scale=f"widths/4, Multi30k, {any_record['steps']} steps per row "
                   f"(about one epoch)",

@@ -8,7 +8,7 @@ __all__ = [
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "compare", "LONG",
     "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
     "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "train_epochs", "choose_budget",
-    "decide_protocol", "row_epochs", "run_row_epochs", "second_seeds", "take_run",
+    "decide_protocol", "row_epochs", "smallest_keys", "run_row_epochs", "second_seeds", "take_run",
     "converged_sweep", "main", "CLAIMS", "claims_first", "claim_verdicts",
 ]
 
@@ -320,6 +320,13 @@ def row_epochs(row, protocol):
     big model 3x, as in the paper)."""
     return protocol["budget_epochs"] * PRESETS[row]["train_steps"] // PRESETS["base"][
         "train_steps"]
+
+
+def smallest_keys(scale=LONG_SCALE):
+    """The rows whose keys the scale-down shrinks to the fewest dimensions (A4 and B1 at
+    an eighth of the width): the rows it distorts most."""
+    d_k = {row: scaled_config(row, scale).d_k for row in ROWS}
+    return sorted(row for row in ROWS if d_k[row] == min(d_k.values()))
 
 
 def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
