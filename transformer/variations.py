@@ -9,7 +9,7 @@ __all__ = [
     "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
     "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "train_epochs", "choose_budget",
     "decide_protocol", "row_epochs", "smallest_keys", "run_row_epochs", "second_seeds", "take_run",
-    "converged_sweep", "main", "CLAIMS", "claims_first", "claim_verdicts",
+    "converged_sweep", "main", "CLAIMS", "claims_first", "claim_verdicts", "claims_by_verdict",
 ]
 
 import argparse
@@ -537,6 +537,20 @@ def claim_verdicts(records):
             verdicts[claim] = (rows, verdict(a, b, "dev_bleu"),
                                verdict(a, b, "dev_ppl"))
     return verdicts
+
+
+def claims_by_verdict(records, scale=LONG_SCALE):
+    """{verdict by dev BLEU: [(claim, notes)]} for the claims that claim_verdicts
+    judges; the notes qualify a verdict: a row still waiting for its second seed, a row
+    whose keys the scale-down shrinks most."""
+    waiting, distorted = {row for row, _ in second_seeds(records)}, smallest_keys(scale)
+    grouped = {}
+    for claim, (rows, by_bleu, _) in claim_verdicts(records).items():
+        notes = ["provisional: a second seed to come"] if set(rows) & waiting else []
+        notes += [f"rests on {row}, whose keys have {scaled_config(row, scale).d_k} "
+                  f"dimensions here" for row in rows if row in distorted]
+        grouped.setdefault(by_bleu, []).append((claim, notes))
+    return grouped
 
 
 if __name__ == "__main__":
