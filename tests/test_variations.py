@@ -1,5 +1,6 @@
 """Chapter 6.2's sweep: scaled rows, run order, one row end to end (train, score, record, resume), verdicts."""
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -349,3 +350,39 @@ def test_the_ledger_row_of_the_converged_sweep_marks_verdicts_that_wait_for_a_se
     records["A4", 2] = {"dev_bleu": 21.0, "dev_ppl": 29}
     assert "provisional" not in converged_table3(protocol, records)["ours"]
     assert converged_table3(protocol, {})["ours"] == "no record yet"
+
+
+def test_a_row_diagnosed_at_another_rate_trains_apart_from_the_sweep(tmp_path, monkeypatch, capsys):
+    protocol = {"budget_epochs": 2, "steps_per_epoch": 5, "vocab": 50, "chosen": {"lr_factor": 0.25}}
+    monkeypatch.setattr(variations, "choose_budget", lambda *a, **k: protocol)
+    trained = []
+
+    def fake_epochs(profile, run, epochs, epoch_steps, *args, **kwargs):
+        trained.append((profile.name, profile.lr_factor, Path(run).name, epochs))
+        return [{"epoch": e, "step": e * epoch_steps, "dev_ppl": 9.0, "dev_bleu": 1.0,
+                 "encoder_similarity": 0.5, "train_minutes": 0.1, "eval_minutes": 0.1}
+                for e in range(1, epochs + 1)]
+
+    monkeypatch.setattr(variations, "train_epochs", fake_epochs)
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    assert variations.records_dir(results, protocol, 0.25) == results      # the protocol's own rate
+    assert variations.records_dir(results, protocol, 0.125) == results / "lr0.125"
+    variations.converged_sweep([("C3", 1)], runs, results, None, "test", lr_factor=0.125)
+    name = row_profile("C3", 1, LONG, LONG_SCALE).name
+    assert trained == [(f"{name}-lr0.125", 0.125, f"{name}-lr0.125", 2)]
+    record = json.loads((results / "lr0.125" / "C3-seed1.json").read_text())
+    assert record["profile"]["lr_factor"] == 0.125 and record["profile"]["name"].endswith("-lr0.125")
+    assert load_records(results) == {}          # no verdict of the sweep reads it
+    assert (runs / "taken" / "C3-seed1-lr0.125").exists()
+    assert "outside the protocol" in capsys.readouterr().out
+    # the base row's first seed at another rate is trained, not read from the protocol's run
+    variations.converged_sweep([("base", 1)], runs, results, None, "test", lr_factor=0.125)
+    assert trained[-1][1] == 0.125 and (results / "lr0.125" / "base-seed1.json").exists()
+
+
+def test_the_command_diagnoses_only_named_rows_of_the_converged_sweep(tmp_path, capsys):
+    for argv in (["--lr-factor", "0.1"], ["C3", "--short", "--lr-factor", "0.1"], ["C3", "--lr-factor", "0"]):
+        with pytest.raises(SystemExit):
+            main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
+        assert "--lr-factor" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "runs").exists()

@@ -8,8 +8,9 @@ __all__ = [
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "compare", "LONG",
     "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
     "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "train_epochs", "choose_budget",
-    "decide_protocol", "row_epochs", "smallest_keys", "run_row_epochs", "second_seeds", "take_run",
-    "converged_sweep", "main", "CLAIMS", "claims_first", "claim_verdicts", "claims_by_verdict",
+    "decide_protocol", "row_epochs", "smallest_keys", "off_protocol", "records_dir",
+    "run_row_epochs", "second_seeds", "take_run", "converged_sweep", "main", "CLAIMS",
+    "claims_first", "claim_verdicts", "claims_by_verdict",
 ]
 
 import argparse
@@ -329,19 +330,36 @@ def smallest_keys(scale=LONG_SCALE):
     return sorted(row for row in ROWS if d_k[row] == min(d_k.values()))
 
 
+def off_protocol(protocol, lr_factor):
+    """lr_factor where it differs from the protocol's chosen rate, else None."""
+    return None if lr_factor in (None, protocol["chosen"]["lr_factor"]) else lr_factor
+
+
+def records_dir(results, protocol, lr_factor=None):
+    """Where a run's record goes: `results` at the protocol's learning rate; at another
+    rate the run is outside the protocol, a diagnosis of one row, and its record goes
+    to results/lr<factor>, where no verdict of the sweep reads it."""
+    lr = off_protocol(protocol, lr_factor)
+    return Path(results) / f"lr{lr}" if lr else Path(results)
+
+
 def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
                    results_dir="results/table3", data_root=None, dev_sentences=None,
-                   progress=True, command=None, log=print):
+                   progress=True, command=None, log=print, lr_factor=None):
     """Train (or resume) one row for its budget of epochs, with a dev point per epoch;
     write and return its record. The base row's first seed is the protocol's own run,
-    whose first epochs it reads."""
+    whose first epochs it reads. With an lr_factor other than the protocol's, the run
+    is named for its rate (as the pilot's runs are) and resumes from one if it exists."""
     out = record_path(results_dir, row, seed)
     if out.exists():
         return json.loads(out.read_text())
-    base = LONG.replace(lr_factor=protocol["chosen"]["lr_factor"])
+    lr = off_protocol(protocol, lr_factor)
+    base = LONG.replace(lr_factor=lr or protocol["chosen"]["lr_factor"])
     profile = row_profile(row, seed, base, LONG_SCALE)
+    if lr:
+        profile = profile.replace(name=f"{profile.name}-lr{lr}")
     epochs = row_epochs(row, protocol)
-    if (row, seed) == ("base", 1):
+    if (row, seed) == ("base", 1) and not lr:
         curve = protocol["base_long"]["dev_curve"][:epochs]
     else:
         curve = train_epochs(profile, Path(runs_dir) / profile.name, epochs,
@@ -385,30 +403,35 @@ def take_run(runs, name):
     return run_lock(holder)
 
 
-def converged_sweep(plan, runs, results, data_dir, command):
+def converged_sweep(plan, runs, results, data_dir, command, lr_factor=None):
     """The protocol, then every (row, seed) of plan and the second seeds the records
     ask for, the rows of the paper's claims first; each run resumes where it was
     stopped. Once the protocol is decided, several processes can share the sweep: each
-    takes the first run that no other process holds."""
+    takes the first run that no other process holds. With an lr_factor other than the
+    protocol's, the runs of plan alone, at that rate, outside the protocol
+    (records_dir)."""
     protocol = choose_budget(runs, results, data_dir, command=command)
+    lr = off_protocol(protocol, lr_factor)
+    out = records_dir(results, protocol, lr)
     print(f"budget: {protocol['budget_epochs']} epochs of "
           f"{protocol['steps_per_epoch']} steps, lr_factor "
-          f"{protocol['chosen']['lr_factor']}", flush=True)
+          f"{lr or protocol['chosen']['lr_factor']}"
+          + (f" (outside the protocol; records in {out})" if lr else ""), flush=True)
     while True:
         # the rows the paper's claims compare come first (second seeds included), so
         # that verdicts arrive early
-        runs_now = claims_first(plan + second_seeds(load_records(results)))
-        todo = [(r, s) for r, s in runs_now if not record_path(results, r, s).exists()]
+        runs_now = claims_first(plan + second_seeds(load_records(out)))
+        todo = [(r, s) for r, s in runs_now if not record_path(out, r, s).exists()]
         record, busy = None, 0
         for row, seed in todo:
             try:
-                with take_run(runs, f"{row}-seed{seed}"):
-                    if record_path(results, row, seed).exists():
+                with take_run(runs, f"{row}-seed{seed}" + (f"-lr{lr}" if lr else "")):
+                    if record_path(out, row, seed).exists():
                         continue            # finished by another process meanwhile
                     print(f"row {row}, seed {seed} ({len(todo)} without a record)",
                           flush=True)
-                    record = run_row_epochs(row, seed, protocol, runs, results,
-                                            data_dir, command=command)
+                    record = run_row_epochs(row, seed, protocol, runs, out, data_dir,
+                                            command=command, lr_factor=lr)
                 break
             except RunInUse:
                 busy += 1                   # another process is training it
@@ -443,7 +466,17 @@ def main(argv=None):
                         help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--list", action="store_true",
                         help="show which rows have records, and stop")
+    parser.add_argument("--lr-factor", type=float,
+                        help="train the rows named (seed 1) at this learning-rate "
+                             "factor instead of the protocol's: runs outside the "
+                             "protocol, to diagnose a row, with their records in "
+                             "RESULTS/lr<factor>, apart from the sweep's")
     args = parser.parse_args(argv)
+    if args.lr_factor is not None and (args.short or not args.rows):
+        parser.error("--lr-factor diagnoses rows of the converged sweep: name them, "
+                     "without --short")
+    if args.lr_factor is not None and args.lr_factor <= 0:
+        parser.error(f"--lr-factor must be positive, not {args.lr_factor}")
     suffix = "-short" if args.short else ""
     runs = args.runs or f"runs/table3{suffix}"
     results = args.results or f"results/table3{suffix}"
@@ -453,7 +486,13 @@ def main(argv=None):
         parser.error(str(err))
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.lr_factor is not None:
+        plan = [(row, 1) for row in args.rows]      # no noise seeds: a diagnosis
     if args.list:
+        protocol_path = Path(results) / "protocol.json"
+        if args.lr_factor is not None and protocol_path.exists():
+            results = records_dir(results, json.loads(protocol_path.read_text()),
+                                  args.lr_factor)
         for row, seed in plan + second_seeds(load_records(results)):
             path = record_path(results, row, seed)
             print(f"{row:5} seed {seed}: {'done' if path.exists() else 'to run'}")
@@ -473,7 +512,8 @@ def main(argv=None):
         # a signal outside a training loop stops the sweep at once, even where SIGINT
         # came in ignored
         with StopRequest():
-            converged_sweep(plan, runs, results, args.data_dir, command)
+            converged_sweep(plan, runs, results, args.data_dir, command,
+                            args.lr_factor)
     except KeyboardInterrupt:
         sys.exit(f"interrupted; {again}")
     except SystemExit as stop:
