@@ -349,7 +349,8 @@ def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
     """Train (or resume) one row for its budget of epochs, with a dev point per epoch;
     write and return its record. The base row's first seed is the protocol's own run,
     whose first epochs it reads. With an lr_factor other than the protocol's, the run
-    is named for its rate (as the pilot's runs are) and resumes from one if it exists."""
+    is named for its rate (as the pilot's runs are), and continues such a run if there
+    is one."""
     out = record_path(results_dir, row, seed)
     if out.exists():
         return json.loads(out.read_text())
