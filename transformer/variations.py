@@ -5,8 +5,8 @@ which the base row levels off (and the earlier 400-step sweep), with results rec
 
 __all__ = [
     "ROWS", "WIDTHS", "SCALE", "NOISE_SEEDS", "SWEEP", "check_row", "scaled_config", "row_profile",
-    "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "compare", "LONG",
-    "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
+    "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "row_mean", "compare",
+    "LONG", "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
     "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "train_epochs", "choose_budget",
     "decide_protocol", "row_epochs", "smallest_keys", "off_protocol", "records_dir",
     "run_row_epochs", "second_seeds", "take_run", "converged_sweep", "main", "CLAIMS",
@@ -143,6 +143,12 @@ def seed_spread(records, metric):
     seeds)."""
     values = [r[metric] for (row, _), r in records.items() if row == "base"]
     return max(values) - min(values) if len(values) >= 2 else None
+
+
+def row_mean(records, row, metric):
+    """`metric` of `row`, averaged over the seeds that have records."""
+    values = [r[metric] for (name, _), r in records.items() if name == row]
+    return sum(values) / len(values)
 
 
 def compare(ours_better, difference, spread):
@@ -557,18 +563,15 @@ def claim_verdicts(records):
     base = [r for (row, _), r in records.items() if row == "base"]
     spread = {m: seed_spread(records, m) for m in ("dev_bleu", "dev_ppl")}
 
-    def value(row, metric):
-        values = [r[metric] for (name, _), r in records.items() if name == row]
-        return sum(values) / len(values)
-
     def verdict(a, b, metric):
         if spread[metric] is None:
             return "no noise estimate"
         if b is None:
-            near = abs(value(a, metric) - value("base", metric)) <= spread[metric]
+            gap = row_mean(records, a, metric) - row_mean(records, "base", metric)
+            near = abs(gap) <= spread[metric]
             return "reproduced" if near else "differ by more than noise"
         paper = TABLE3[a][metric] - TABLE3[b][metric]
-        ours = value(a, metric) - value(b, metric)
+        ours = row_mean(records, a, metric) - row_mean(records, b, metric)
         return compare((ours > 0) == (paper > 0), abs(ours), spread[metric])
 
     verdicts = {}
