@@ -386,3 +386,11 @@ def test_the_command_diagnoses_only_named_rows_of_the_converged_sweep(tmp_path, 
             main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
         assert "--lr-factor" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "runs").exists()
+
+
+def test_a_run_leaves_the_collapse_at_the_first_epoch_below_the_threshold():
+    curve = [{"epoch": e, "encoder_similarity": s}
+             for e, s in enumerate([0.99, variations.COLLAPSED, 0.85, 0.93], start=1)]
+    assert variations.left_collapse(curve) == 3          # the threshold itself is collapsed
+    assert variations.left_collapse(curve[:2]) is None
+    assert variations.left_collapse(curve, below=0.995) == 1

@@ -7,10 +7,10 @@ __all__ = [
     "ROWS", "WIDTHS", "SCALE", "NOISE_SEEDS", "SWEEP", "check_row", "scaled_config", "row_profile",
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "row_mean", "compare",
     "LONG", "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
-    "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "train_epochs", "choose_budget",
-    "decide_protocol", "row_epochs", "smallest_keys", "off_protocol", "records_dir",
-    "run_row_epochs", "second_seeds", "take_run", "converged_sweep", "main", "CLAIMS",
-    "claims_first", "claim_verdicts", "claims_by_verdict",
+    "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "COLLAPSED", "left_collapse",
+    "train_epochs", "choose_budget", "decide_protocol", "row_epochs", "smallest_keys",
+    "off_protocol", "records_dir", "run_row_epochs", "second_seeds", "take_run", "converged_sweep",
+    "main", "CLAIMS", "claims_first", "claim_verdicts", "claims_by_verdict",
 ]
 
 import argparse
@@ -211,6 +211,16 @@ def encoder_similarity(model, vocab, sentences):
         pairs += len(x) * (len(x) - 1)
     model.train(was_training)
     return total / max(pairs, 1)
+
+
+# the encoder similarity below which a run counts as out of the collapsed state
+COLLAPSED = 0.9
+
+
+def left_collapse(curve, below=COLLAPSED):
+    """The first epoch whose encoder similarity is below `below`; None where the run
+    never left the collapsed state."""
+    return next((p["epoch"] for p in curve if p["encoder_similarity"] < below), None)
 
 
 def train_epochs(profile, run, epochs, epoch_steps, data_root=None, dev_sentences=None,
