@@ -1,0 +1,43 @@
+"""The README's GPU status quotes the GPU records; these tests keep the quotes true.
+
+Chapter 5.2 reads the same records and asserts its own sentences; the README cannot run code, so
+its numbers are checked here against the logs they came from.
+"""
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from transformer.profiles import get_profile
+from transformer.runlog import read_log
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHED = ROOT / "results" / "gpu-schedule"
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def run(name):
+    record = json.loads((SCHED / "record.json").read_text())
+    return next(r for r in record["runs"] if r["name"] == name)
+
+
+def test_the_pipeline_profile_peaks_where_the_measured_schedule_did():
+    news = get_profile("wmt-news-base")
+    assert f"--set lr_factor={news.lr_factor}" in run("f0316")["command"]
+    assert news.warmup_steps == 400 and f"`lr_factor={news.lr_factor}`" in README
+
+
+def test_the_readme_quotes_the_schedule_check_dev_losses():
+    quoted = re.search(r"dev ([\d.]+) and ([\d.]+) nats per piece at step 1000", README)
+    assert quoted, "the README no longer quotes the schedule check"
+    for value, name in zip(quoted.groups(), ("f0316", "w4000")):
+        dev = read_log(SCHED / run(name)["dev_log"])
+        assert dev["step"][-1] == 1000 and f"{dev['dev_nll'][-1]:.2f}" == value
+
+
+def test_the_readme_quotes_the_compiled_step_times():
+    quoted = re.search(r"\((\d+), (\d+) and (\d+) s\)", README)
+    log = read_log(SCHED / run("compiled, the paper's schedule")["train_log"])
+    seconds = np.diff(log["elapsed_s"], prepend=0)
+    assert quoted and [f"{s:.0f}" for s in seconds] == list(quoted.groups())
