@@ -380,11 +380,40 @@ def test_a_row_diagnosed_at_another_rate_trains_apart_from_the_sweep(tmp_path, m
     assert trained[-1][1] == 0.125 and (results / "lr0.125" / "base-seed1.json").exists()
 
 
+def test_a_row_diagnosed_at_another_dropout_trains_apart_from_the_sweep(tmp_path, monkeypatch):
+    protocol = {"budget_epochs": 2, "steps_per_epoch": 5, "vocab": 50, "chosen": {"lr_factor": 0.25}}
+    monkeypatch.setattr(variations, "choose_budget", lambda *a, **k: protocol)
+    trained = []
+
+    def fake_epochs(profile, run, epochs, epoch_steps, *args, **kwargs):
+        trained.append((profile.name, profile.lr_factor, profile.model["P_drop"], Path(run).name))
+        return [{"epoch": e, "step": e * epoch_steps, "dev_ppl": 9.0, "dev_bleu": 1.0,
+                 "encoder_similarity": 0.5, "train_minutes": 0.1, "eval_minutes": 0.1}
+                for e in range(1, epochs + 1)]
+
+    monkeypatch.setattr(variations, "train_epochs", fake_epochs)
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    assert variations.records_dir(results, protocol, P_drop=0.1) == results / "pdrop0.1"
+    assert variations.records_dir(results, protocol, 0.125, 0.1) == results / "lr0.125-pdrop0.1"
+    variations.converged_sweep([("big", 1)], runs, results, None, "test", P_drop=0.1)
+    name = row_profile("big", 1, LONG, LONG_SCALE).name
+    # the protocol's rate, the row's widths, the dropout changed; the run named for it
+    assert trained == [(f"{name}-pdrop0.1", 0.25, 0.1, f"{name}-pdrop0.1")]
+    record = json.loads((results / "pdrop0.1" / "big-seed1.json").read_text())
+    assert record["config"]["P_drop"] == 0.1 and record["config"]["d_model"] == 1024 // LONG_SCALE
+    assert load_records(results) == {}          # no verdict of the sweep reads it
+    assert (runs / "taken" / "big-seed1-pdrop0.1").exists()
+
+
 def test_the_command_diagnoses_only_named_rows_of_the_converged_sweep(tmp_path, capsys):
     for argv in (["--lr-factor", "0.1"], ["C3", "--short", "--lr-factor", "0.1"], ["C3", "--lr-factor", "0"]):
         with pytest.raises(SystemExit):
             main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
         assert "--lr-factor" in capsys.readouterr().err
+    for argv in (["--p-drop", "0.1"], ["big", "--short", "--p-drop", "0.1"], ["big", "--p-drop", "1"]):
+        with pytest.raises(SystemExit):
+            main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
+        assert "--p-drop" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "runs").exists()
 
 

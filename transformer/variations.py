@@ -9,8 +9,8 @@ __all__ = [
     "LONG", "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
     "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "COLLAPSED", "left_collapse",
     "train_epochs", "choose_budget", "decide_protocol", "row_epochs", "smallest_keys",
-    "off_protocol", "records_dir", "run_row_epochs", "second_seeds", "take_run", "converged_sweep",
-    "main", "CLAIMS", "claims_first", "claim_verdicts", "claims_by_verdict",
+    "off_protocol", "diagnosis_name", "records_dir", "run_row_epochs", "second_seeds", "take_run",
+    "converged_sweep", "main", "CLAIMS", "claims_first", "claim_verdicts", "claims_by_verdict",
 ]
 
 import argparse
@@ -346,37 +346,54 @@ def smallest_keys(scale=LONG_SCALE):
     return sorted(row for row in ROWS if d_k[row] == min(d_k.values()))
 
 
-def off_protocol(protocol, lr_factor):
-    """lr_factor where it differs from the protocol's chosen rate, else None."""
-    return None if lr_factor in (None, protocol["chosen"]["lr_factor"]) else lr_factor
+def off_protocol(protocol, lr_factor=None, P_drop=None):
+    """What takes a run outside the protocol, to diagnose a row: a learning-rate factor
+    other than the chosen one, or a dropout rate set for the row. Empty: none."""
+    changes = {}
+    if lr_factor not in (None, protocol["chosen"]["lr_factor"]):
+        changes["lr_factor"] = lr_factor
+    if P_drop is not None:
+        changes["P_drop"] = P_drop
+    return changes
 
 
-def records_dir(results, protocol, lr_factor=None):
-    """Where a run's record goes: `results` at the protocol's learning rate; at another
-    rate the run is outside the protocol, a diagnosis of one row, and its record goes
-    to results/lr<factor>, where no verdict of the sweep reads it."""
-    lr = off_protocol(protocol, lr_factor)
-    return Path(results) / f"lr{lr}" if lr else Path(results)
+def diagnosis_name(changes):
+    """'lr0.125', 'pdrop0.1' or both joined by '-': the suffix of a diagnosis's runs
+    and the folder of its records; '' for the protocol itself."""
+    short = {"lr_factor": "lr", "P_drop": "pdrop"}
+    return "-".join(f"{short[key]}{value}" for key, value in changes.items())
+
+
+def records_dir(results, protocol, lr_factor=None, P_drop=None):
+    """Where a run's record goes: `results` under the protocol; a run outside it, a
+    diagnosis of one row, has its record in results/<diagnosis_name>, where no verdict
+    of the sweep reads it."""
+    name = diagnosis_name(off_protocol(protocol, lr_factor, P_drop))
+    return Path(results) / name if name else Path(results)
 
 
 def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
                    results_dir="results/table3", data_root=None, dev_sentences=None,
-                   progress=True, command=None, log=print, lr_factor=None):
+                   progress=True, command=None, log=print, lr_factor=None,
+                   P_drop=None):
     """Train (or resume) one row for its budget of epochs, with a dev point per epoch;
     write and return its record. The base row's first seed is the protocol's own run,
-    whose first epochs it reads. With an lr_factor other than the protocol's, the run
-    is named for its rate (as the pilot's runs are), and continues such a run if there
-    is one."""
+    whose first epochs it reads. Outside the protocol (an lr_factor other than the
+    protocol's, or a P_drop of its own), the run is named for its diagnosis (as the
+    pilot's runs are for their rates), and continues such a run if there is one."""
     out = record_path(results_dir, row, seed)
     if out.exists():
         return json.loads(out.read_text())
-    lr = off_protocol(protocol, lr_factor)
-    base = LONG.replace(lr_factor=lr or protocol["chosen"]["lr_factor"])
+    changes = off_protocol(protocol, lr_factor, P_drop)
+    base = LONG.replace(lr_factor=changes.get("lr_factor",
+                                              protocol["chosen"]["lr_factor"]))
     profile = row_profile(row, seed, base, LONG_SCALE)
-    if lr:
-        profile = profile.replace(name=f"{profile.name}-lr{lr}")
+    if changes:
+        model = {**profile.model, **({"P_drop": P_drop} if "P_drop" in changes else {})}
+        profile = profile.replace(name=f"{profile.name}-{diagnosis_name(changes)}",
+                                  model=model)
     epochs = row_epochs(row, protocol)
-    if (row, seed) == ("base", 1) and not lr:
+    if (row, seed) == ("base", 1) and not changes:
         curve = protocol["base_long"]["dev_curve"][:epochs]
     else:
         curve = train_epochs(profile, Path(runs_dir) / profile.name, epochs,
@@ -420,20 +437,24 @@ def take_run(runs, name):
     return run_lock(holder)
 
 
-def converged_sweep(plan, runs, results, data_dir, command, lr_factor=None):
+def converged_sweep(plan, runs, results, data_dir, command, lr_factor=None,
+                    P_drop=None):
     """The protocol, then every (row, seed) of plan and the second seeds the records
     ask for, the rows of the paper's claims first; each run resumes where it was
     stopped. Once the protocol is decided, several processes can share the sweep: each
     takes the first run that no other process holds. With an lr_factor other than the
-    protocol's, the runs of plan alone, at that rate, outside the protocol
+    protocol's, or a P_drop, the runs of plan alone, so changed, outside the protocol
     (records_dir)."""
     protocol = choose_budget(runs, results, data_dir, command=command)
-    lr = off_protocol(protocol, lr_factor)
-    out = records_dir(results, protocol, lr)
+    changes = off_protocol(protocol, lr_factor, P_drop)
+    out = records_dir(results, protocol, lr_factor, P_drop)
+    suffix = f"-{diagnosis_name(changes)}" if changes else ""
     print(f"budget: {protocol['budget_epochs']} epochs of "
           f"{protocol['steps_per_epoch']} steps, lr_factor "
-          f"{lr or protocol['chosen']['lr_factor']}"
-          + (f" (outside the protocol; records in {out})" if lr else ""), flush=True)
+          f"{changes.get('lr_factor', protocol['chosen']['lr_factor'])}"
+          + (f", P_drop {P_drop}" if "P_drop" in changes else "")
+          + (f" (outside the protocol; records in {out})" if changes else ""),
+          flush=True)
     while True:
         # the rows the paper's claims compare come first (second seeds included), so
         # that verdicts arrive early
@@ -442,13 +463,14 @@ def converged_sweep(plan, runs, results, data_dir, command, lr_factor=None):
         record, busy = None, 0
         for row, seed in todo:
             try:
-                with take_run(runs, f"{row}-seed{seed}" + (f"-lr{lr}" if lr else "")):
+                with take_run(runs, f"{row}-seed{seed}{suffix}"):
                     if record_path(out, row, seed).exists():
                         continue            # finished by another process meanwhile
                     print(f"row {row}, seed {seed} ({len(todo)} without a record)",
                           flush=True)
                     record = run_row_epochs(row, seed, protocol, runs, out, data_dir,
-                                            command=command, lr_factor=lr)
+                                            command=command, lr_factor=lr_factor,
+                                            P_drop=P_drop)
                 break
             except RunInUse:
                 busy += 1                   # another process is training it
@@ -488,12 +510,21 @@ def main(argv=None):
                              "factor instead of the protocol's: runs outside the "
                              "protocol, to diagnose a row, with their records in "
                              "RESULTS/lr<factor>, apart from the sweep's")
+    parser.add_argument("--p-drop", type=float,
+                        help="train the rows named (seed 1) with this dropout rate "
+                             "instead of their own: runs outside the protocol, to "
+                             "diagnose a row, with their records in "
+                             "RESULTS/pdrop<rate>, apart from the sweep's")
     args = parser.parse_args(argv)
-    if args.lr_factor is not None and (args.short or not args.rows):
-        parser.error("--lr-factor diagnoses rows of the converged sweep: name them, "
-                     "without --short")
+    for flag, value in (("--lr-factor", args.lr_factor), ("--p-drop", args.p_drop)):
+        if value is not None and (args.short or not args.rows):
+            parser.error(f"{flag} diagnoses rows of the converged sweep: name them, "
+                         f"without --short")
     if args.lr_factor is not None and args.lr_factor <= 0:
         parser.error(f"--lr-factor must be positive, not {args.lr_factor}")
+    if args.p_drop is not None and not 0 <= args.p_drop < 1:
+        parser.error(f"--p-drop must be in [0, 1), not {args.p_drop}")
+    diagnosis = args.lr_factor is not None or args.p_drop is not None
     suffix = "-short" if args.short else ""
     runs = args.runs or f"runs/table3{suffix}"
     results = args.results or f"results/table3{suffix}"
@@ -503,13 +534,13 @@ def main(argv=None):
         parser.error(str(err))
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.lr_factor is not None:
+    if diagnosis:
         plan = [(row, 1) for row in args.rows]      # no noise seeds: a diagnosis
     if args.list:
         protocol_path = Path(results) / "protocol.json"
-        if args.lr_factor is not None and protocol_path.exists():
+        if diagnosis and protocol_path.exists():
             results = records_dir(results, json.loads(protocol_path.read_text()),
-                                  args.lr_factor)
+                                  args.lr_factor, args.p_drop)
         for row, seed in plan + second_seeds(load_records(results)):
             path = record_path(results, row, seed)
             print(f"{row:5} seed {seed}: {'done' if path.exists() else 'to run'}")
@@ -530,7 +561,7 @@ def main(argv=None):
         # came in ignored
         with StopRequest():
             converged_sweep(plan, runs, results, args.data_dir, command,
-                            args.lr_factor)
+                            args.lr_factor, args.p_drop)
     except KeyboardInterrupt:
         sys.exit(f"interrupted; {again}")
     except SystemExit as stop:
