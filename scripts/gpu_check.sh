@@ -10,13 +10,8 @@ out=${1:?usage: scripts/gpu_check.sh OUT_DIR}
 py=${PYTHON:-python3}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-{
-    date -u +%Y-%m-%dT%H:%M:%SZ
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-    $py -c "import torch, sacrebleu, sentencepiece; print('torch', torch.__version__, 'CUDA',
-torch.version.cuda, 'sacrebleu', sacrebleu.__version__, 'sentencepiece', sentencepiece.__version__)"
-    nproc
-} > "$out/env.txt" 2>&1
+. "$(dirname "$0")/gpu_env.sh"
+gpu_env "$out/env.txt" "$py"
 step() {    # step LOG SECONDS SIGNAL COMMAND...: run it, log it, note how it ended
     local name=$1 limit=$2 sig=$3; shift 3
     local t0=$SECONDS
