@@ -29,11 +29,18 @@ def test_the_pipeline_profile_peaks_where_the_measured_schedule_did():
 
 
 def test_the_readme_quotes_the_schedule_check_dev_losses():
-    quoted = re.search(r"dev ([\d.]+) and ([\d.]+) nats per piece at step 1000", README)
+    quoted = re.search(r"dev ([\d.]+) and\s+([\d.]+) nats per piece at step 1000", README)
     assert quoted, "the README no longer quotes the schedule check"
     for value, name in zip(quoted.groups(), ("f0316", "w4000")):
         dev = read_log(SCHED / run(name)["dev_log"])
         assert dev["step"][-1] == 1000 and f"{dev['dev_nll'][-1]:.2f}" == value
+
+
+def test_the_readme_bounds_the_schedule_check_bleu():
+    assert "dev BLEU below 2 for every schedule" in " ".join(README.split())
+    for name in ("w4000", "f0316", "f05"):
+        text = (SCHED / run(name)["evaluate_log"]).read_text()
+        assert json.loads(text[text.index("{\n"):text.rindex("}") + 1])["sacrebleu"] < 2
 
 
 def test_the_readme_quotes_the_compiled_step_times():
