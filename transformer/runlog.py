@@ -4,7 +4,8 @@
 
 __all__ = [
     "command_line", "git_commit", "provenance", "write_record", "record_run_info", "append_log",
-    "truncate_log", "read_log", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
+    "truncate_log", "read_log", "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS",
+    "TrainingLogs",
 ]
 
 import csv
@@ -112,6 +113,14 @@ def read_log(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     return {k: np.array([float(r[k]) for r in rows]) for k in (rows[0] if rows else {})}
+
+
+def read_evaluation(path):
+    """The metrics that `python -m transformer.evaluate` printed, from a file that holds
+    its output (a progress bar before the JSON and a summary line after it are
+    skipped)."""
+    text = Path(path).read_text(encoding="utf-8")
+    return json.loads(text[text.index("{\n"):text.rindex("}") + 1])
 
 
 def tensorboard_writer(out_dir):

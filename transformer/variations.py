@@ -388,10 +388,10 @@ def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
     base = LONG.replace(lr_factor=changes.get("lr_factor",
                                               protocol["chosen"]["lr_factor"]))
     profile = row_profile(row, seed, base, LONG_SCALE)
+    if "P_drop" in changes:
+        profile = profile.replace(model={**profile.model, "P_drop": P_drop})
     if changes:
-        model = {**profile.model, **({"P_drop": P_drop} if "P_drop" in changes else {})}
-        profile = profile.replace(name=f"{profile.name}-{diagnosis_name(changes)}",
-                                  model=model)
+        profile = profile.replace(name=f"{profile.name}-{diagnosis_name(changes)}")
     epochs = row_epochs(row, protocol)
     if (row, seed) == ("base", 1) and not changes:
         curve = protocol["base_long"]["dev_curve"][:epochs]
