@@ -120,3 +120,18 @@ def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
     assert record["sentences"] == 12 and record["threads"] == 1 and record["commit"] and record["hardware"]["cpu"]
     for engine in engines:
         assert re.search(rf"^beam 4 +{re.escape(engine)} +[\d.]+ +\d+ +[\d.]+ ", proc.stdout, re.M), proc.stdout
+
+
+def test_the_readme_quotes_the_cpu_precision_records():
+    """README and chapter 5.2 say bfloat16 was slower than float32 on a CPU that has its instructions: the
+    figures quoted must be those of the records in results/cpu-precision/."""
+    import json
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    records = {p.stem: json.loads(p.read_text()) for p in (ROOT / "results" / "cpu-precision").glob("*.json")}
+    intel, amd = records["intel-xeon-amx"], records["amd-epyc-avx2"]
+    f32, kept, bf16 = (r["tokens_per_s"] for r in intel["rows"])
+    assert f"float32 {f32} tokens/s, freed memory kept {kept} (x{kept / f32:.2f}), kept memory with " \
+           f"bfloat16 {bf16} (x{bf16 / f32:.2f})" in readme
+    assert bf16 < kept and intel["cpu_bf16_instructions"] and not amd["cpu_bf16_instructions"]
+    a32, akept = (r["tokens_per_s"] for r in amd["rows"])
+    assert f"(float32 {a32}, kept memory {akept}, x{akept / a32:.2f})" in readme

@@ -254,3 +254,96 @@ def test_the_command_ends_with_a_summary_and_the_next_command(tmp_path, monkeypa
     assert exit_.value.code == 128 + signal.SIGTERM
     assert f"to resume, run: python -m transformer.train --profile tiny --out '{out}' --set max_steps=50" \
         in capsys.readouterr().err
+
+
+# a run whose checkpoints are gone, --start-over, and the printed next command
+
+
+@pytest.mark.parametrize("gone", ["emptied", "removed"])
+def test_a_run_whose_checkpoints_are_gone_stops_and_keeps_its_logs(gone, run):
+    """An unmounted checkpoint volume looks like this: the logs record steps, checkpoints/ is empty or
+    missing. Training again from step 0 would rewrite the run's only remaining record."""
+    for path in checkpoint_paths(run):
+        path.unlink()
+    if gone == "removed":
+        (run / "checkpoints").rmdir()
+    before = snapshot(run)
+    with pytest.raises(CheckpointError, match=r"records 12 steps.*no checkpoint.*--start-over"):
+        train(tiny(), run, log=lambda msg: None, **QUIET)
+    assert snapshot(run) == before
+    # starting over is a choice, and the old logs stay beside the new ones
+    summary = train(tiny(), run, start_over=True, log=lambda msg: None, **QUIET)
+    assert summary["steps"] == 12
+    for log in ("train_log.csv", "dev_log.csv"):
+        if Path(log) in before:
+            assert (run / f"{log}.before-start-over").read_bytes() == before[Path(log)]
+    assert Path("train_log.csv") in before
+
+
+def test_start_over_on_a_run_that_can_resume_is_refused(run):
+    before = snapshot(run)
+    with pytest.raises(CheckpointError, match=r"can be read.*resumes from it"):
+        train(tiny(), run, start_over=True, log=lambda msg: None, **QUIET)
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("setting", ["model.max_len=10", "seed=-1", "corpus=nope"])
+def test_settings_that_fail_late_are_refused_before_a_folder_is_made(setting, tmp_path, capsys):
+    from transformer.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(["--profile", "tiny", "--out", str(tmp_path / "run"), "--no-progress", "--set", setting])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err and setting.split("=")[0].split(".")[-1] in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_vocabulary_too_large_for_the_corpus_is_one_line(tmp_path):
+    need_corpus("multi30k", "train", "dev")
+    with pytest.raises(ValueError, match=r"vocab_size 100000: .*Vocabulary size too high"):
+        train(tiny(vocab_size=100_000), tmp_path / "run", log=lambda msg: None, **QUIET)
+
+
+def test_no_corpus_and_no_network_is_one_line_and_leaves_no_folder(tmp_path, monkeypatch, capsys):
+    from transformer import cli, corpora
+
+    def offline(url, dest, desc=None):
+        raise corpora.DownloadError(f"could not download {url} to {dest}: no network")
+    monkeypatch.setattr(corpora, "download", offline)
+    monkeypatch.setenv("TRANSFORMER_DATA", str(tmp_path / "empty"))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--profile", "tiny", "--out", str(tmp_path / "run"), "--no-progress"])
+    assert "could not download" in str(exit_.value.code) and "Traceback" not in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_ctrl_c_during_data_preparation_says_how_to_go_on(tmp_path, monkeypatch, capsys):
+    from transformer import cli, distributed
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(distributed, "load_split", interrupted)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--profile", "tiny", "--out", str(tmp_path / "run"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 130 and "interrupted" in err and "python -m transformer.train" in err
+
+
+def test_the_printed_next_command_works_on_a_short_run(run, capsys):
+    """After --set max_steps=... a run may hold fewer checkpoints than its profile averages: the default
+    averages those there are, and says so."""
+    from transformer import evaluate
+    for path in checkpoint_paths(run)[:-2]:
+        path.unlink()
+    messages = []
+    from transformer.checkpoint import load_model
+    _, _, used = load_model(run, log=messages.append)
+    assert used == ["step_0000008.pt", "step_0000012.pt"] and "averaging those 2" in messages[0]
+    evaluate.main([str(run), "--split", "dev", "--beam", "1"])
+    assert "averaging 2 checkpoint(s)" in capsys.readouterr().err
+
+
+def test_the_set_option_needs_a_value(capsys):
+    from transformer.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(["--profile", "tiny", "--set"])
+    assert exit_.value.code == 2

@@ -126,14 +126,20 @@ def test_the_export_refuses_what_the_page_cannot_compute(torch_model):
         web_payload(Transformer(TransformerConfig.preset("tiny"), len(vocab)), vocab, "int4")
 
 
-def test_the_command_needs_a_results_record(tmp_path, capsys):
+def test_a_copy_of_the_shipped_model_is_labelled_only_with_its_record_named(tmp_path, capsys):
+    """The record names its model by SHA-256: a copy elsewhere is the same model, labelled when its record
+    is named, and unlabelled (no scores, no gallery) when it is not."""
     model_dir = tmp_path / "m"
     model_dir.mkdir()
     shutil.copy(REPO / "results" / "multi30k-cpu" / "model.pt", model_dir / "model.pt")
-    with pytest.raises(SystemExit):
-        main([str(model_dir / "model.pt"), "--out", str(tmp_path / "out.js")])
-    assert "no results.json" in capsys.readouterr().err
-    assert not (tmp_path / "out.js").exists()
+    main([str(model_dir / "model.pt"), "--out", str(tmp_path / "bare.js")])
+    assert "no scores shown" in capsys.readouterr().out
+    bare = read_payload(tmp_path / "bare.js")
+    assert bare["source"]["results"] is None and bare["gallery"] == []
+    main([str(model_dir / "model.pt"), "--out", str(tmp_path / "labelled.js"),
+          "--results", str(REPO / "results" / "multi30k-cpu")])
+    labelled = read_payload(tmp_path / "labelled.js")
+    assert labelled["source"]["results"] == "multi30k-cpu" and len(labelled["gallery"]) == 200
 
 
 def test_the_committed_export_is_the_shipped_model_of_the_results_record(payload):

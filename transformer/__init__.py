@@ -12,6 +12,9 @@ chapter of the same section in book/ by tools/export_package.py; edit the notebo
     from transformer import Translator    # a trained model, text in and text out
     Translator.from_run().translate("Two dogs play in the snow.")   # the shipped Multi30k model
 
+    from transformer import load_model, save_model   # a run folder or model file <-> a model
+    model, vocab, used = load_model("runs/m30k")   # its last checkpoints averaged, in eval mode
+
 Training, evaluation and translation are command lines (and modules): `python -m transformer.train
 --profile NAME`, `python -m transformer.evaluate RUN_DIR`, `python -m transformer.translate [RUN_DIR]`,
 and the Table 3 sweep `python -m transformer.variations`. They are not imported here, so that `-m`
@@ -25,6 +28,7 @@ from transformer.data import Vocab
 from transformer.decode import beam_search, greedy_decode
 from transformer.loss import label_smoothed_nll
 from transformer.optim import build_optimizer, rate
+from transformer.checkpoint import load_model, save_model
 from transformer.attention import CAUSAL, MultiHeadAttention, attention, causal_mask, decoder_mask, padding_mask
 from transformer.embeddings import Embeddings, OutputProjection, tie_weights
 from transformer.feed_forward import PositionwiseFeedForward
@@ -53,4 +57,5 @@ __all__ = [
     "PositionwiseFeedForward", "Embeddings", "OutputProjection", "tie_weights",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "sinusoidal_table",
     "greedy_decode", "beam_search", "label_smoothed_nll", "build_optimizer", "rate", "Vocab",
+    "load_model", "save_model",
 ]

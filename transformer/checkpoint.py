@@ -5,10 +5,10 @@ section 5.2)."""
 
 __all__ = [
     "CheckpointError", "atomic_save", "checkpoint_file", "checkpoint_paths", "save_checkpoint",
-    "UnreadableCheckpoint", "load_checkpoint", "load_latest_checkpoint", "capture_rng",
-    "restore_rng", "save_state", "restore_state", "checkpoint_weights", "check_same_model",
-    "RunInUse", "RUN_FILES", "run_folder", "run_lock", "average_checkpoints", "run_profile",
-    "MODEL_FORMAT", "save_model", "load_model",
+    "UnreadableCheckpoint", "load_checkpoint", "logged_steps", "set_logs_aside",
+    "load_latest_checkpoint", "capture_rng", "restore_rng", "save_state", "restore_state",
+    "checkpoint_weights", "check_same_model", "RunInUse", "RUN_FILES", "run_folder", "run_lock",
+    "average_checkpoints", "run_profile", "MODEL_FORMAT", "save_model", "load_model",
 ]
 
 import contextlib
@@ -16,6 +16,8 @@ import json
 import os
 import pickle
 import random
+import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -96,28 +98,74 @@ def load_checkpoint(path, map_location="cpu"):
                                f"checkpoint ({reason})")
 
 
-def load_latest_checkpoint(out_dir, log=print, start_over=False):
-    """The newest readable checkpoint of a run (a damaged newest file falls back to the
-    one before), or (None, None) for a run without checkpoints.
+def logged_steps(out_dir):
+    """How many steps the run's training log records (0 without a log)."""
+    path = Path(out_dir) / "train_log.csv"
+    if not path.is_file():
+        return 0
+    with open(path, "rb") as f:
+        return max(0, sum(1 for _ in f) - 1)        # the lines under the header
 
-    When checkpoints exist and none can be read, the run is not restarted behind the
-    user's back: that raises UnreadableCheckpoint, unless start_over, which sets the
-    unreadable files aside (renamed *.unreadable, nothing deleted) and starts again."""
+
+def set_logs_aside(out_dir):
+    """Keep a run's logs under new names (train_log.csv ->
+    train_log.csv.before-start-over, numbered if that is taken), so that a run trained
+    again from step 0 starts new ones beside them."""
+    for name in ("train_log.csv", "dev_log.csv"):
+        path = Path(out_dir) / name
+        if path.exists():
+            aside, n = path.with_name(f"{name}.before-start-over"), 1
+            while aside.exists():
+                n += 1
+                aside = path.with_name(f"{name}.before-start-over-{n}")
+            path.rename(aside)
+
+
+def load_latest_checkpoint(out_dir, log=print, start_over=False, main=True):
+    """The newest readable checkpoint of a run (a damaged newest file falls back to the
+    one before), or (None, None) for a new run.
+
+    A run is never restarted behind the user's back. When checkpoints exist and none can
+    be read, or none exist while the training log records steps (a checkpoint volume
+    that is not mounted looks like this), this raises CheckpointError, and only
+    start_over trains again from step 0: it sets the unreadable files aside (renamed
+    *.unreadable) and the old logs (*.before-start-over), deleting nothing. start_over
+    on a run that can resume is refused. Only the main process (`main`) renames
+    files."""
     paths = checkpoint_paths(out_dir)
     for path in reversed(paths):
         try:
-            return load_checkpoint(path), path
+            ckpt = load_checkpoint(path)
         except UnreadableCheckpoint as err:
             # a damaged file (disk full, copied half-way): say so, use an older one
             log(f"warning: {err}; trying an older checkpoint")
-    if paths and not start_over:
-        raise UnreadableCheckpoint(
-            f"none of the {len(paths)} checkpoints in {paths[0].parent} can be read "
-            f"({', '.join(p.name for p in paths)}); nothing was changed. Restore them "
-            f"from a copy, or train this run again from step 0 with --start-over "
-            f"(the unreadable files are kept as *.unreadable)")
-    for path in paths:
-        path.rename(path.with_name(path.name + ".unreadable"))
+            continue
+        if start_over:
+            raise CheckpointError(
+                f"--start-over: {path} can be read (step {ckpt.get('step')}), so the "
+                f"run resumes from it without --start-over; nothing was changed. To "
+                f"train from step 0, train into a new --out folder")
+        return ckpt, path
+    if not start_over:
+        if paths:
+            raise UnreadableCheckpoint(
+                f"none of the {len(paths)} checkpoints in {paths[0].parent} can be "
+                f"read ({', '.join(p.name for p in paths)}); nothing was changed. "
+                f"Restore them from a copy, or train this run again from step 0 with "
+                f"--start-over (the unreadable files are kept as *.unreadable)")
+        steps = logged_steps(out_dir) if main else 0
+        if steps:
+            raise CheckpointError(
+                f"{out_dir}: train_log.csv records {steps} steps, but "
+                f"{Path(out_dir) / 'checkpoints'} holds no checkpoint (is the disk "
+                f"that holds them mounted?); nothing was changed. Put the checkpoints "
+                f"back, or train again from step 0 with --start-over (the old logs "
+                f"are kept as *.before-start-over)")
+        return None, None
+    if main:
+        for path in paths:
+            path.rename(path.with_name(path.name + ".unreadable"))
+        set_logs_aside(out_dir)
     return None, None
 
 
@@ -201,11 +249,13 @@ def run_folder(out_dir, main=True):
     """Claim out_dir for one training process: create it, refuse a folder that holds
     other things than a run, and lock it so that a second training into the same
     folder stops instead of interleaving its logs and checkpoints. The lock goes with
-    the process (a killed run leaves none behind)."""
+    the process (a killed run leaves none behind), and a folder made here that is still
+    empty at the end (the run failed before writing) goes too."""
     out_dir = Path(out_dir)
     if not main:
         yield out_dir
         return
+    made = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -216,8 +266,13 @@ def run_folder(out_dir, main=True):
     if others and not any((out_dir / name).exists() for name in RUN_FILES):
         raise ValueError(f"--out {out_dir} is not a training run (it holds "
                          f"{', '.join(sorted(others)[:3])}...); choose a new folder")
-    with run_lock(out_dir):
-        yield out_dir
+    try:
+        with run_lock(out_dir):
+            yield out_dir
+    finally:
+        if made and {p.name for p in out_dir.iterdir()} <= {".lock"}:
+            (out_dir / ".lock").unlink(missing_ok=True)
+            out_dir.rmdir()
 
 
 @contextlib.contextmanager
@@ -305,25 +360,30 @@ def save_model(model: Transformer, vocab: Vocab, path: str | Path,
 
 
 def load_model(run_dir: str | Path, average_last: int | None = None,
-               device: str | torch.device = "cpu"
+               device: str | torch.device = "cpu",
+               log: Callable[[str], None] | None = None
                ) -> tuple[Transformer, Vocab, list[str]]:
     """The model of a training run, averaged over its last `average_last` checkpoints
-    (by default as many as its profile averages, as `evaluate` does), and its
-    vocabulary; or, given a file written by save_model, that model (and [its name]).
-    Returns (model in eval mode, vocab, names of the files used)."""
+    (by default as many as its profile averages, as `evaluate` does, or as many as the
+    run has if that is fewer, which `log` is told), and its vocabulary; or, given a
+    file written by save_model or a single training checkpoint, that model (and [its
+    name]). Returns (model in eval mode, vocab, names of the files used)."""
     if average_last is not None and (isinstance(average_last, bool)
                                      or not isinstance(average_last, int)
                                      or average_last < 1):
         raise ValueError(f"average_last must be at least 1, got {average_last!r}")
+    log = log or (lambda msg: print(msg, file=sys.stderr))
     if Path(run_dir).is_file():
         try:
             saved = load_checkpoint(run_dir)
         except UnreadableCheckpoint as err:      # not a torch file, or a damaged one
             raise ValueError(f"{run_dir} is not a model written by save_model "
                              f"({err})") from None
-        if not isinstance(saved, dict) or saved.get("format") != MODEL_FORMAT:
-            raise ValueError(f"{run_dir} is not a model written by save_model "
-                             f"(no format {MODEL_FORMAT!r})")
+        if not isinstance(saved, dict) or not (
+                saved.get("format") == MODEL_FORMAT
+                or {"model", "model_config", "vocab", "step"} <= saved.keys()):
+            raise ValueError(f"{run_dir} is neither a model written by save_model "
+                             f"(format {MODEL_FORMAT!r}) nor a training checkpoint")
         model = Transformer(TransformerConfig(**saved["model_config"]),
                             len(Vocab(saved["vocab"])))
         model.load_state_dict({k: v.float() if v.is_floating_point() else v
@@ -334,7 +394,12 @@ def load_model(run_dir: str | Path, average_last: int | None = None,
         raise FileNotFoundError(f"no checkpoints in {Path(run_dir) / 'checkpoints'}; "
                                 f"train first (python -m transformer.train "
                                 f"--profile NAME --out {run_dir})")
-    average_last = average_last or run_profile(run_dir).get("average_last", 1)
+    if average_last is None:
+        average_last = run_profile(run_dir).get("average_last", 1)
+        if len(paths) < average_last:
+            log(f"{run_dir}: its profile averages the last {average_last} checkpoints, "
+                f"but the run has {len(paths)}; averaging those {len(paths)}")
+            average_last = len(paths)
     if len(paths) < average_last:
         raise ValueError(f"{run_dir} has {len(paths)} checkpoints, "
                          f"cannot average the last {average_last}")

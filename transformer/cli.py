@@ -18,6 +18,7 @@ from pathlib import Path
 import torch.distributed as dist
 
 from transformer.checkpoint import CheckpointError, RunInUse, run_folder
+from transformer.corpora import DownloadError
 from transformer.distributed import Runtime, prepare_data, resolve_device
 from transformer.profiles import PROFILES, get_profile, parse_overrides, resume_command
 from transformer.train import train
@@ -57,11 +58,12 @@ def main(argv=None):
     parser.add_argument("--prepare-only", action="store_true",
                         help="prepare the data (vocabulary, encoding), then stop")
     parser.add_argument("--start-over", action="store_true",
-                        help="when no checkpoint of the run can be read, train it "
-                             "again from step 0 (the unreadable files are kept)")
+                        help="when the run's checkpoints are unreadable or gone, train "
+                             "it again from step 0 (the old files and logs are kept "
+                             "aside)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (log lines only)")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                         help="override profile fields, e.g. max_steps=50 "
                              "model.P_drop=0.2")
     args = parser.parse_args(argv)
@@ -93,8 +95,14 @@ def main(argv=None):
             return
         summary = train(profile, out, args.data_dir, not args.no_progress, args.device,
                         start_over=args.start_over)
-    except (CheckpointError, RunInUse, ValueError, FileNotFoundError) as err:
+    except (CheckpointError, DownloadError, RunInUse, ValueError,
+            FileNotFoundError) as err:
         sys.exit(f"error: {err}")
+    except KeyboardInterrupt:
+        # files are written whole or not at all: nothing half-made is kept
+        print(f"interrupted; to continue (from the last checkpoint, if any), run: "
+              f"{resume_command(profile, out) or 'the same command'}", file=sys.stderr)
+        sys.exit(130)
     if dist.is_initialized():
         dist.destroy_process_group()
     if not summary:

@@ -4,15 +4,17 @@
 section 5.1)."""
 
 __all__ = [
-    "iter_utf8_lines", "read_lines", "read_parallel", "atomic_file", "clean_pairs", "PAD", "UNK",
-    "BOS", "EOS", "Vocab", "train_bpe", "atomic_write_bytes", "TokenArray", "ParallelData",
-    "encode_pairs", "token_batches", "collate", "BatchStream", "split_batch", "accumulation_steps",
+    "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "atomic_file", "clean_pairs",
+    "PAD", "UNK", "BOS", "EOS", "Vocab", "train_bpe", "atomic_write_bytes", "TokenArray",
+    "ParallelData", "encode_pairs", "token_batches", "collate", "BatchStream", "split_batch",
+    "accumulation_steps",
 ]
 
 import contextlib
 import math
 import os
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,32 +22,37 @@ import numpy as np
 import torch
 
 
-def iter_utf8_lines(path, label: str):
+def decode_line(raw: bytes, number: int, label: str) -> str:
+    """One line of a UTF-8 file (bytes, as read) -> its text without the trailing CR/LF
+    and, on line 1, without a byte-order mark (an editor's marker, not text)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{label}: line {number} is not valid UTF-8 "
+                         f"(byte {err.start + 1} of the line: "
+                         f"{raw[err.start:err.start + 4]!r})") from None
+    if number == 1:
+        text = text.removeprefix("\ufeff")
+    return text.rstrip("\r\n")
+
+
+def iter_utf8_lines(path: str | Path, label: str) -> Iterator[str]:
     """Yield the lines of a UTF-8 file without their trailing CR/LF."""
     # Binary mode splits on b"\n" only.  Text mode (str.splitlines, universal
     # newlines) would also break at U+2028, U+0085, lone \r ... which occur in
     # these corpora and would shift one side against the other.
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise ValueError(
-                    f"{label}: line {number} is not valid UTF-8 "
-                    f"(byte {err.start + 1} of the line: "
-                    f"{raw[err.start:err.start + 4]!r})"
-                ) from None
-            yield text.rstrip("\r\n")
+            yield decode_line(raw, number, label)
 
 
-def read_lines(path):
-    """The lines of a UTF-8 text file, without line endings; clear errors for missing or
-    undecodable files."""
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file, without line endings: the package's one reader
+    of line files (corpora, sentences to translate, references). Clear errors for
+    missing or undecodable files."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: no such file. Set $TRANSFORMER_DATA to the folder holding the "
-            f"corpora, or let transformer.corpora.fetch() download them.")
+        raise FileNotFoundError(f"{path}: no such file")
     return list(iter_utf8_lines(path, str(path)))
 
 
@@ -159,14 +166,24 @@ def train_bpe(pairs, vocab_size, max_sentences=4_000_000, seed=0, symbols=()):
     if any(not s or s.split() != [s] for s in symbols):
         raise ValueError("a symbol must be one word, without spaces")
     model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size,
-        model_type="bpe", character_coverage=1.0, byte_fallback=True,
-        pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
-        normalization_rule_name="identity", num_threads=os.cpu_count() or 1,
-        minloglevel=2, input_sentence_size=max_sentences, shuffle_input_sentence=True,
-        # "\u2581" is sentencepiece's mark of a word start: a symbol matches only there
-        user_defined_symbols=["\u2581" + s for s in symbols])
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), model_writer=model,
+            vocab_size=vocab_size,
+            model_type="bpe", character_coverage=1.0, byte_fallback=True,
+            pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
+            normalization_rule_name="identity", num_threads=os.cpu_count() or 1,
+            minloglevel=2, input_sentence_size=max_sentences,
+            shuffle_input_sentence=True,
+            # "\u2581" is sentencepiece's mark of a word start: a symbol matches only
+            # there
+            user_defined_symbols=["\u2581" + s for s in symbols])
+    except RuntimeError as err:      # "Vocabulary size too high (...)", among others
+        # the last line of sentencepiece's message, without its source position
+        reason = str(err).strip().splitlines()[-1].split("] ", 1)[-1]
+        raise ValueError(f"vocab_size {vocab_size}: sentencepiece cannot learn that "
+                         f"vocabulary from {len(sentences)} sentences "
+                         f"({reason})") from None
     return Vocab(model.getvalue())
 
 

@@ -82,13 +82,14 @@ def reorder_cache(cache, rows, memory_rows=None):
 
 @torch.no_grad()
 def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50,
-                       use_cache=True, trace=None):
+                       use_cache=True, trace=None, nbest=None):
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
     (no <s>; </s> then padding), ranked by log-probability / length_penalty.
     The readable version; beam_search (below) gives the same output faster.
     trace: a list to which each step appends, per sentence, its live beams and the
     hypotheses that ended, with their log-probabilities (to show a search step by
-    step)."""
+    step). nbest: return instead, per sentence, its `nbest` best finished hypotheses as
+    (log-probability / length_penalty, ids without </s>), best first."""
     was_training = model.training
     model.eval()
     B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
@@ -149,6 +150,10 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
         if done.all():
             break
     model.train(was_training)
+    if nbest:
+        # sorted() is stable: of equal scores, the hypothesis that ended first leads
+        return [[(score, hyp[:-1]) for score, hyp in
+                 sorted(f, key=lambda x: -x[0])[:nbest]] for f in finished]
     best = [max(f, key=lambda x: x[0])[1] if f else [eos_id] for f in finished]
     out = torch.full((B, max(len(h) for h in best)), pad, dtype=torch.long, device=dev)
     for b, hyp in enumerate(best):

@@ -5,17 +5,19 @@ chapter 6.1)."""
 
 __all__ = [
     "refuse_unconvertible", "ctranslate2_spec", "export_ctranslate2", "EXPORT_FILES",
-    "check_export_folder", "CTranslate2Model", "main",
+    "check_export_folder", "CTranslate2Model", "EXAMPLES", "main",
 ]
 
 import argparse
 import json
+import os
+import shutil
 from pathlib import Path
 
-from transformer.checkpoint import CheckpointError
-from transformer.data import Vocab
-from transformer.checkpoint import load_model
-from transformer.evaluate import length_batches, positive_int
+from transformer.checkpoint import CheckpointError, load_model, save_model
+from transformer.data import EOS, Vocab
+from transformer.evaluate import (check_search, check_writable, fit_lengths,
+                                  length_batches, positive_int)
 
 
 def refuse_unconvertible(cfg):
@@ -112,13 +114,28 @@ def export_ctranslate2(run_dir, out_dir, average_last=None, quantization=None):
     spec.validate()
     spec.optimize(quantization=quantization)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    spec.save(str(out_dir))
-    vocab.save(out_dir / "vocab.model")          # for turning text into pieces and back
-    # the positional table's length bounds the input and output lengths, as it does for
-    # our decoders
-    (out_dir / "positions.json").write_text(
-        json.dumps({"max_len": model.cfg.max_len}) + "\n")
+    # written beside, then put in place: a failed export leaves an earlier one intact
+    part, old = (out_dir.with_name(out_dir.name + suffix)
+                 for suffix in (".part", ".old"))
+    for leftover in (part, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    try:
+        try:
+            part.mkdir(parents=True)
+        except OSError as err:
+            raise ValueError(f"cannot write {out_dir}: {err.strerror}") from None
+        spec.save(str(part))
+        vocab.save(part / "vocab.model")      # for turning text into pieces and back
+        # the positional table's length bounds the input and output lengths, as it does
+        # for our decoders
+        (part / "positions.json").write_text(
+            json.dumps({"max_len": model.cfg.max_len}) + "\n")
+        if out_dir.exists():
+            out_dir.rename(old)
+        part.rename(out_dir)
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
     return used
 
 
@@ -133,6 +150,13 @@ def check_export_folder(out_dir):
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"{out_dir} is a file; give a folder to write the model into")
+    # the export is written beside out_dir first: its nearest existing ancestor must
+    # be a folder that takes new ones
+    ancestor = next(p for p in out_dir.absolute().parents if p.exists())
+    if not ancestor.is_dir():
+        raise ValueError(f"cannot write {out_dir}: {ancestor} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK):
+        raise ValueError(f"cannot write {out_dir}: {ancestor} is not writable")
     if not out_dir.is_dir() or not any(out_dir.iterdir()):
         return
     ours = (out_dir / "model.bin").exists() and (out_dir / "positions.json").exists()
@@ -160,10 +184,11 @@ class CTranslate2Model:
                                                  compute_type=compute_type,
                                                  inter_threads=1, intra_threads=threads)
 
-    def translate_ids(self, sources, beam_size=4, alpha=0.6, max_extra=50):
+    def translate_ids(self, sources, beam_size=4, alpha=0.6, max_extra=50, nbest=None):
         """Source id lists (without </s>) -> output id lists (without </s>), decoded as
-        one batch. As for our decoders, the output limit is input length + max_extra,
-        here the batch's longest input's."""
+        one batch; with nbest, each source's nbest (ids, score) pairs, best first.
+        As for our decoders, the output limit is input length + max_extra, here the
+        batch's longest input's."""
         # with </s>, as our decoders count
         longest = max(len(s) for s in sources) + 1
         # output_limits: </s> included
@@ -171,41 +196,65 @@ class CTranslate2Model:
         piece = self.vocab.sp.id_to_piece
         results = self.translator.translate_batch(
             [[piece(i) for i in s] for s in sources], beam_size=beam_size,
-            length_penalty=alpha, max_decoding_length=limit - 1, max_batch_size=0)
-        return [[self.vocab.sp.piece_to_id(p) for p in r.hypotheses[0]]
-                for r in results]
+            length_penalty=alpha, max_decoding_length=limit - 1, max_batch_size=0,
+            num_hypotheses=nbest or 1, return_scores=bool(nbest))
+        ids = lambda hyp: [self.vocab.sp.piece_to_id(p) for p in hyp]
+        if nbest:
+            return [[(ids(h), s) for h, s in zip(r.hypotheses, r.scores)]
+                    for r in results]
+        return [ids(r.hypotheses[0]) for r in results]
 
     def translate(self, sentences, beam_size=4, alpha=0.6, max_extra=50,
-                  batch_tokens=20000):
+                  batch_tokens=20000, too_long="error", nbest=None):
         """Raw sentences -> raw translations, batched by length as evaluate.translate
-        does. The engine normalises by length ** alpha, not by the paper's
+        does, with its rules for blank and over-long sentences (and, with nbest, lists
+        of (translation, score), the score normalised as the engine ranks). The engine
+        normalises by length ** alpha, not by the paper's
         ((5 + length) / 6) ** alpha."""
+        check_search(beam_size, alpha, batch_tokens)
         if isinstance(sentences, str):     # one sentence, not a list of characters
             return self.translate([sentences], beam_size, alpha, max_extra,
-                                  batch_tokens)[0]
-        ids = self.vocab.encode(list(sentences))
-        for i, s in enumerate(ids):
-            if len(s) + 1 >= self.max_len:
-                raise ValueError(f"sentence {i} has {len(s) + 1} tokens; "
-                                 f"the model accepts fewer than {self.max_len}")
-        out = [None] * len(ids)
-        for batch in length_batches([len(s) + 1 for s in ids], beam_size, max_extra,
+                                  batch_tokens, too_long, nbest)[0]
+        sentences = list(sentences)
+        ids = fit_lengths([s + [EOS] for s in self.vocab.encode(sentences)],
+                          self.max_len, too_long)
+        out = [[] if nbest else "" for _ in ids]
+        todo = [i for i, s in enumerate(ids) if s is not None and sentences[i].strip()]
+        for batch in length_batches([len(ids[i]) for i in todo], beam_size, max_extra,
                                     batch_tokens):
-            for i, hyp in zip(batch, self.translate_ids([ids[i] for i in batch],
-                                                        beam_size, alpha, max_extra)):
-                out[i] = self.vocab.decode(hyp)
+            batch = [todo[j] for j in batch]
+            found = self.translate_ids([ids[i][:-1] for i in batch], beam_size, alpha,
+                                       max_extra, nbest)
+            for i, hyp in zip(batch, found):
+                out[i] = ([(self.vocab.decode(h), s) for h, s in hyp] if nbest
+                          else self.vocab.decode(hyp))
         return out
 
 
-def main(argv=None):
+EXAMPLES = """examples:
+  python -m transformer.deploy runs/m30k ct2-m30k                 # a CTranslate2 folder
+  python -m transformer.deploy m30k.pt ct2-m30k --quantization int8
+  python -m transformer.deploy runs/m30k m30k.pt --pack           # one model file
+
+python -m transformer.translate ct2-m30k (or m30k.pt) then translates with it."""
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m transformer.deploy",
         description="Convert a training run (its averaged last checkpoints and "
-                    "sentencepiece vocabulary) into a CTranslate2 model folder.")
-    parser.add_argument("run", help="a training run folder (with checkpoints/), or a "
-                                    "model file written by transformer.evaluate."
-                                    "save_model (results/multi30k-cpu/model.pt)")
-    parser.add_argument("out", help="the folder to write the CTranslate2 model into")
+                    "sentencepiece vocabulary) into a CTranslate2 model folder, or "
+                    "pack it into one model file (--pack).",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
+    parser.add_argument("model", metavar="MODEL",
+                        help="a training run folder (with checkpoints/), or a model "
+                             "file written by transformer.checkpoint.save_model "
+                             "(results/multi30k-cpu/model.pt)")
+    parser.add_argument("out", help="the folder to write the CTranslate2 model into "
+                                    "(with --pack: the model file to write)")
+    parser.add_argument("--pack", action="store_true",
+                        help="write one model file (weights in float16, configuration "
+                             "and vocabulary; save_model's format) instead")
     parser.add_argument("--average", type=positive_int, default=None,
                         help="checkpoints to average "
                              "(default: the run's profile's average_last, else 1)")
@@ -213,13 +262,23 @@ def main(argv=None):
                         choices=["int8", "int8_float32", "int16", "float16"],
                         help="store the weights quantised (default: float32)")
     args = parser.parse_args(argv)
-    run = Path(args.run)
+    run = Path(args.model)
     if not (run.is_dir() or run.is_file()):
         parser.error(f"no run folder or model file {run}")
+    if args.pack and args.quantization:
+        parser.error("--quantization is for CTranslate2 folders; --pack writes float16")
     try:
-        used = export_ctranslate2(run, args.out, args.average, args.quantization)
+        if args.pack:
+            check_writable(args.out, [run])
+            model, vocab, used = load_model(run, args.average)
+            save_model(model, vocab, args.out)
+        else:
+            used = export_ctranslate2(run, args.out, args.average, args.quantization)
     except (CheckpointError, FileNotFoundError, ValueError) as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
+    except OSError as err:           # the disk, not the request: say which file
+        parser.exit(1, f"{parser.prog}: error: cannot write {args.out}: "
+                       f"{err.strerror or err}\n")
     print(f"wrote {args.out}: the average of {', '.join(used)}")
 
 

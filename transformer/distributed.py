@@ -43,8 +43,14 @@ def resolve_device(name, local_rank=0, cuda_available=None):
     one) -> torch.device."""
     cuda_available = (torch.cuda.is_available() if cuda_available is None
                       else cuda_available)
-    device = torch.device(name if name is not None
-                          else ("cuda" if cuda_available else "cpu"))
+    try:
+        device = torch.device(name if name is not None
+                              else ("cuda" if cuda_available else "cpu"))
+    except (RuntimeError, TypeError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {name}: this package runs on cpu, cuda (this "
+                         f"process's GPU) or cuda:N")
     if device.type == "cuda":
         if not cuda_available:
             raise ValueError(

@@ -4,13 +4,15 @@
 (paper section 6.1)."""
 
 __all__ = [
-    "length_batches", "translate", "check_parallel", "sacre_bleu", "split_compounds",
-    "tokenized_bleu", "attention_maps", "positive_int", "read_lines", "check_writable",
-    "evaluate_run", "EXAMPLES", "main",
+    "length_batches", "TOO_LONG", "TooLong", "fit_lengths", "check_search", "translate",
+    "check_parallel", "sacre_bleu", "split_compounds", "tokenized_bleu", "attention_maps",
+    "positive_int", "length_penalty_alpha", "check_writable", "write_lines", "evaluate_run",
+    "EXAMPLES", "main",
 ]
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -23,7 +25,7 @@ from tqdm import tqdm
 
 from transformer.checkpoint import CheckpointError, load_model, run_profile
 from transformer.corpora import load_split, split_paths
-from transformer.data import BOS, EOS, PAD, Vocab
+from transformer.data import BOS, EOS, PAD, Vocab, atomic_file, read_lines
 from transformer.decode import (beam_search, greedy_decode, simple_beam_search,
                                 simple_greedy_decode)
 from transformer.distributed import resolve_device
@@ -46,46 +48,108 @@ def length_batches(lengths, beam_size, max_extra, batch_tokens):
     return batches
 
 
+TOO_LONG = ("error", "truncate", "skip")
+
+
+class TooLong(ValueError):
+    """A sentence with more tokens than the model has positions (`index` from 0)."""
+
+    def __init__(self, index: int, tokens: int, max_len: int):
+        self.index, self.tokens, self.max_len = index, tokens, max_len
+        super().__init__(f"sentence {index + 1} has {tokens} tokens; the model accepts "
+                         f"fewer than {max_len} (too_long='truncate' cuts it, 'skip' "
+                         f"leaves its translation empty)")
+
+
+def fit_lengths(ids: list[list[int]], max_len: int,
+                too_long: str = "error") -> list[list[int] | None]:
+    """Source id lists, each ending in </s>, made to fit the model's max_len positions:
+    too_long="error" raises TooLong for the first one that does not fit, "truncate"
+    keeps its first max_len - 2 pieces and </s>, "skip" puts None in its place."""
+    if too_long not in TOO_LONG:
+        raise ValueError(f"too_long must be one of {TOO_LONG}, got {too_long!r}")
+    fitted = []
+    for i, s in enumerate(ids):
+        if len(s) < max_len:
+            fitted.append(s)
+        elif too_long == "error":
+            raise TooLong(i, len(s), max_len)
+        else:
+            fitted.append(s[:max_len - 2] + s[-1:] if too_long == "truncate" else None)
+    return fitted
+
+
+def check_search(beam_size: int, alpha: float, batch_tokens: int) -> None:
+    """Refuse search settings that would decode nonsense (a NaN length penalty ranks
+    nothing) or nothing at all, before any sentence is translated."""
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)
+    if not whole(beam_size) or beam_size < 1:
+        raise ValueError(f"beam_size must be a whole number of at least 1, "
+                         f"got {beam_size!r}")
+    if (isinstance(alpha, bool) or not isinstance(alpha, (int, float))
+            or not math.isfinite(alpha) or alpha < 0):
+        raise ValueError(f"alpha, the length penalty's exponent, must be a finite "
+                         f"number of at least 0, got {alpha!r}")
+    if not whole(batch_tokens) or batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be a whole number of at least 1, "
+                         f"got {batch_tokens!r}")
+
+
 @torch.no_grad()
 def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
               beam_size: int = 4, alpha: float = 0.6, max_extra: int = 50,
               batch_tokens: int = 20000, progress: bool = True,
-              constrain: Callable | None = None, search: str = "fast"
-              ) -> str | list[str]:
+              constrain: Callable | None = None, search: str = "fast",
+              too_long: str = "error", nbest: int | None = None
+              ) -> str | list[str] | list[list[tuple[str, float]]]:
     """Raw source sentences -> raw translations (beam search; beam_size=1 means greedy
-    decoding).
+    decoding). Blank sentences translate to "".
 
     A batch holds as many sentences as fit (sentences x beam x longest possible output)
     <= batch_tokens. A single string is translated as one sentence, and returned as a
     string. `constrain(batch)`, if given, turns a batch's source sentences into the
     decoders' `allowed` function for that batch (chapter 6.3's well-formed trees).
     `search`: "fast" (the package's decoders) or "readable" (chapter 6.1's first
-    versions, which give the same tokens and take no constraint).
+    versions, which give the same tokens and take no constraint). `too_long`: what
+    becomes of a sentence longer than the model's positions (fit_lengths). `nbest`:
+    instead of one translation, each sentence's `nbest` best hypotheses as
+    (translation, score) pairs, best first; the score is the one beam search ranks by,
+    the log-probability divided by the length penalty (the readable beam search).
     """
+    check_search(beam_size, alpha, batch_tokens)
     if search not in ("fast", "readable"):
         raise ValueError(f"search must be 'fast' or 'readable', got {search!r}")
     if constrain is not None and search == "readable":
         raise ValueError("the readable decoders take no constraint; use search='fast'")
+    if nbest is not None and (constrain is not None or not 1 <= nbest <= beam_size):
+        raise ValueError(f"nbest must be between 1 and the beam size ({beam_size}), "
+                         f"and takes no constraint; got {nbest!r}")
     if isinstance(sentences, str):
         return translate(model, vocab, [sentences], beam_size, alpha, max_extra,
-                         batch_tokens, False, constrain, search)[0]
+                         batch_tokens, False, constrain, search, too_long, nbest)[0]
     greedy, beam = ((greedy_decode, beam_search) if search == "fast"
                     else (simple_greedy_decode, simple_beam_search))
     device = next(model.parameters()).device
     sentences = list(sentences)
-    ids = [s + [EOS] for s in vocab.encode(sentences)]
-    for i, s in enumerate(ids):
-        if len(s) >= model.cfg.max_len:
-            raise ValueError(f"sentence {i} has {len(s)} tokens; "
-                             f"the model accepts fewer than {model.cfg.max_len}")
-    out = [None] * len(ids)
-    batches = length_batches([len(s) for s in ids], beam_size, max_extra, batch_tokens)
+    ids = fit_lengths([s + [EOS] for s in vocab.encode(sentences)], model.cfg.max_len,
+                      too_long)
+    out = [[] if nbest else "" for _ in ids]
+    todo = [i for i, s in enumerate(ids) if s is not None and sentences[i].strip()]
+    batches = length_batches([len(ids[i]) for i in todo], beam_size, max_extra,
+                             batch_tokens)
     for batch in tqdm(batches, desc="translating", disable=not progress, leave=False):
+        batch = [todo[j] for j in batch]
         longest = max(len(ids[i]) for i in batch)
         src = torch.full((len(batch), longest), PAD, dtype=torch.long)
         for row, i in enumerate(batch):
             src[row, :len(ids[i])] = torch.tensor(ids[i])
         src = src.to(device)
+        if nbest:
+            found = simple_beam_search(model, src, BOS, EOS, beam_size, alpha,
+                                       max_extra, nbest=nbest)
+            for row, i in enumerate(batch):
+                out[i] = [(vocab.decode(hyp), score) for score, hyp in found[row]]
+            continue
         # `allowed` only when constrained: the readable decoders take none
         limit = ({"allowed": constrain([sentences[i] for i in batch])} if constrain
                  else {})
@@ -174,26 +238,44 @@ def positive_int(text):
     return value
 
 
-def read_lines(path):
-    """The lines of a text file (a translation input or reference), without their
-    newlines."""
+def length_penalty_alpha(text):
+    """An argparse type: the length penalty's exponent, a finite number >= 0."""
     try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ValueError(f"cannot read {path}: {err}") from None
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of at least 0, "
+                                         f"got {text!r}")
+    return value
 
 
-def check_writable(path):
-    """Refuse an output file that cannot be written, before any long work."""
+def check_writable(path, reads=()):
+    """Refuse an output file that cannot be written, or that is one of the files the
+    command reads (`reads`: writing it would empty the input), before any long work."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name")
     folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"cannot write {path}: {folder} is a file, not a folder")
     if not folder.is_dir():
         raise ValueError(f"cannot write {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (path.exists()
                                           and not os.access(path, os.W_OK)):
         raise ValueError(f"cannot write {path}: permission denied")
+    for source in reads:
+        if path.exists() and Path(source).exists() and os.path.samefile(path, source):
+            raise ValueError(f"{path} is also the input {source}: writing it would "
+                             f"destroy the sentences before they are read; give "
+                             f"another output file")
+
+
+def write_lines(lines, path):
+    """Write lines to a text file whole or not at all: into a temporary file beside it,
+    renamed over `path` at the end (an existing file survives any failure)."""
+    with atomic_file(path) as tmp:
+        tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
 def evaluate_run(run_dir: str | Path, split: str = "test",
@@ -205,6 +287,7 @@ def evaluate_run(run_dir: str | Path, split: str = "test",
                  ref: str | Path | None = None) -> dict:
     """Translate `split` of the run's corpus (or the line-aligned files src and ref)
     and score it. Returns a dict of metrics and the translations."""
+    check_search(beam_size, alpha, 20000)
     if (src is None) != (ref is None):
         raise ValueError("give both a source file and a reference file, or neither")
     if src is not None:
@@ -253,7 +336,7 @@ def main(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
     parser.add_argument("run_dir", help="a training run folder, or a model file "
                                         "written by save_model")
-    parser.add_argument("--split", default="test",
+    parser.add_argument("--split",
                         help="the split of the run's corpus to score (default test)")
     parser.add_argument("--src", help="score on this source file instead of a split "
                                       "(one sentence a line; needs --ref)")
@@ -262,7 +345,7 @@ def main(argv=None):
                         help="average the last N checkpoints (default: the profile's)")
     parser.add_argument("--beam", type=positive_int, default=4,
                         help="beam size (1: greedy; default 4)")
-    parser.add_argument("--alpha", type=float, default=0.6,
+    parser.add_argument("--alpha", type=length_penalty_alpha, default=0.6,
                         help="length penalty exponent (default 0.6)")
     parser.add_argument("--data-dir",
                         help="corpus cache directory (default $TRANSFORMER_DATA)")
@@ -272,19 +355,21 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not Path(args.run_dir).exists():
         parser.error(f"no run folder or model file {args.run_dir}")
+    if args.split is not None and args.src is not None:
+        parser.error("--split scores a split of the run's corpus, --src and --ref "
+                     "your own files: give one or the other")
     try:
         device = resolve_device(args.device)
         if args.hyps:
-            check_writable(args.hyps)
-        result = evaluate_run(args.run_dir, args.split, args.average, args.beam,
-                              args.alpha, args.data_dir, device=device,
+            check_writable(args.hyps, [p for p in (args.src, args.ref) if p])
+        result = evaluate_run(args.run_dir, args.split or "test", args.average,
+                              args.beam, args.alpha, args.data_dir, device=device,
                               src=args.src, ref=args.ref)
     except (CheckpointError, ValueError, FileNotFoundError) as err:
         # the request, not its spelling, is wrong: the error alone, without the usage
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     if args.hyps:
-        Path(args.hyps).write_text("\n".join(result["hypotheses"]) + "\n",
-                                   encoding="utf-8")
+        write_lines(result["hypotheses"], args.hyps)
     print(json.dumps({k: v for k, v in result.items()
                       if k not in ("sources", "references", "hypotheses")},
                      indent=1))

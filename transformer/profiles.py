@@ -15,6 +15,7 @@ import types
 import typing
 from dataclasses import asdict, dataclass, field
 
+from transformer.corpora import CORPORA
 from transformer.model import PRESETS, TransformerConfig
 from transformer.paper import TRAINING
 
@@ -63,7 +64,10 @@ class Profile:
     average_last: int = 5
     eval_every: int = 1000
     seed: int = 1
-    amp: bool = True               # bfloat16 autocast, where the hardware has it
+    amp: bool = True               # bfloat16 autocast on a GPU that has it
+    # bfloat16 autocast on a CPU with bfloat16 instructions: off unless asked, since it
+    # is slower than float32 on some of them (benchmarks/cpu_training.py --compare)
+    cpu_bf16: bool = False
     compile: bool = False
 
     def __post_init__(self):
@@ -90,11 +94,24 @@ class Profile:
         if self.vocab_size < 16:
             raise ValueError(f"profile {self.name}: vocab_size {self.vocab_size} "
                              f"cannot hold the special tokens and the characters")
+        if self.seed < 0:
+            raise ValueError(f"profile {self.name}: seed must be 0 or more (the "
+                             f"random generators refuse negative seeds), got "
+                             f"{self.seed}")
+        if self.corpus not in CORPORA:
+            raise ValueError(f"profile {self.name}: unknown corpus {self.corpus!r}; "
+                             f"choose one of {', '.join(CORPORA)}")
         try:
             cfg = TransformerConfig.preset(self.preset, **self.model)
         except (TypeError, ValueError) as err:
             raise ValueError(f"profile {self.name}: model {self.model}: "
                              f"{err}") from None
+        # a training sentence of max_len pieces gets </s> (source) or <s> (target)
+        if cfg.max_len < self.max_len + 1:
+            raise ValueError(f"profile {self.name}: the model's positions "
+                             f"(model.max_len={cfg.max_len}) cannot hold a training "
+                             f"sentence of max_len={self.max_len} pieces and its </s>; "
+                             f"raise model.max_len or lower max_len")
         if self.max_steps is None:
             # the paper's length for this model (frozen: set once, here)
             object.__setattr__(self, "max_steps", cfg.train_steps)

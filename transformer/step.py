@@ -4,7 +4,7 @@
 5.2)."""
 
 __all__ = [
-    "batch_seed", "autocast", "train_step", "StepData", "StepFeeder", "dev_loss",
+    "batch_seed", "bf16_wanted", "autocast", "train_step", "StepData", "StepFeeder", "dev_loss",
 ]
 
 import contextlib
@@ -23,9 +23,17 @@ def batch_seed(seed, step, index):
     return (seed * 1_000_003 + step) * 1009 + index
 
 
+def bf16_wanted(profile, device):
+    """Whether a run of `profile` asks for bfloat16 on `device`: on a GPU as its `amp`
+    says; on a CPU only if it sets `cpu_bf16`, because bfloat16 instructions do not make
+    every CPU faster (benchmarks/cpu_training.py --compare measures it)."""
+    return profile.cpu_bf16 if device.type == "cpu" else profile.amp
+
+
 def autocast(device, amp=True):
-    """bfloat16 autocast where the hardware multiplies in bfloat16 (GPUs that support
-    it, CPUs with bfloat16 instructions); otherwise a no-op context."""
+    """bfloat16 autocast where asked (`amp`, see bf16_wanted) and the hardware
+    multiplies in bfloat16 (GPUs that support it, CPUs with bfloat16 instructions);
+    otherwise a no-op context."""
     if amp and device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.autocast("cuda", dtype=torch.bfloat16)
     if amp and device.type == "cpu" and cpu_has_bf16():

@@ -19,14 +19,16 @@ from transformer.checkpoint import (check_same_model, checkpoint_file, checkpoin
                                     load_latest_checkpoint, restore_state, run_folder,
                                     save_state)
 from transformer.data import PAD, BatchStream, accumulation_steps
-from transformer.distributed import (StopRequest, barrier, init_distributed,
-                                     prepare_data, runtime_from_env, stop_now)
+from transformer.distributed import (StopRequest, barrier, check_run_data,
+                                     init_distributed, prepare_data, runtime_from_env,
+                                     stop_now)
 from transformer.loss import label_smoothed_nll
 from transformer.model import Transformer, TransformerConfig
 from transformer.optim import build_optimizer
 from transformer.profiles import get_profile, resume_command
 from transformer.runlog import TrainingLogs, record_run_info
-from transformer.step import StepFeeder, dev_loss, train_step
+from transformer.machine import cpu_has_bf16
+from transformer.step import StepFeeder, bf16_wanted, dev_loss, train_step
 
 # with several processes, the time budget is agreed on every this many steps
 BUDGET_CHECK_EVERY = 20
@@ -60,11 +62,13 @@ def as_run(model, rt, compile=False):
 
 
 def run_training(profile, out_dir, rt, data_root, progress, log, start_over, request):
-    # refuses other data settings first
+    # a folder that cannot resume (other data settings, checkpoints unreadable or gone)
+    # is refused before data preparation, which can take long
+    check_run_data(profile, out_dir)
+    ckpt, ckpt_path = load_latest_checkpoint(out_dir, log, start_over, rt.main)
     vocab, data, dev = prepare_data(profile, out_dir, rt, data_root, log)
     cfg = TransformerConfig.preset(profile.preset, **profile.model)
     # a resume that will be refused must not rewrite the run's record: check it first
-    ckpt, ckpt_path = load_latest_checkpoint(out_dir, log, start_over and rt.main)
     if ckpt is not None:
         check_same_model(ckpt, cfg, vocab, ckpt_path)
     if rt.main:
@@ -93,6 +97,11 @@ def run_training(profile, out_dir, rt, data_root, progress, log, start_over, req
         log(f"{profile.name}: {model.num_parameters():,} parameters on {rt.world} × "
             f"{rt.device.type}; steps of ≤{profile.tokens_per_step} tokens in "
             f"micro-batches of ≤{profile.max_tokens} (about {per_device} per device)")
+    bf16 = bf16_wanted(profile, rt.device)
+    if rt.main and profile.amp and not bf16 and cpu_has_bf16():
+        log("float32 on this CPU: its bfloat16 instructions are faster than float32 on "
+            "some CPUs and slower on others; python benchmarks/cpu_training.py "
+            "--compare measures this one, and --set cpu_bf16=True turns them on")
 
     budget = profile.max_minutes * 60 if profile.max_minutes else float("inf")
     start, last_save, last_time = time.time() - elapsed, time.time(), time.time()
@@ -105,7 +114,7 @@ def run_training(profile, out_dir, rt, data_root, progress, log, start_over, req
             last_state = item.stream_state
             lr = optimizer.param_groups[0]["lr"]
             sums = train_step(net, optimizer, scheduler, item.batches, item.n_tgt,
-                              cfg.eps_ls, PAD, rt, profile.amp, item.seeds, loss_fn)
+                              cfg.eps_ls, PAD, rt, bf16, item.seeds, loss_fn)
             if rt.world > 1:
                 dist.all_reduce(sums)        # queued on the device like the step itself
             step += 1
@@ -120,8 +129,7 @@ def run_training(profile, out_dir, rt, data_root, progress, log, start_over, req
                            elapsed_s=now - start), sums, flush=save_now)
             last_time = now
             if rt.main and step % profile.eval_every == 0:
-                scores = dev_loss(model, dev, profile.max_tokens, cfg.eps_ls, rt,
-                                  profile.amp)
+                scores = dev_loss(model, dev, profile.max_tokens, cfg.eps_ls, rt, bf16)
                 dev_ppl = logs.dev(step, now - start, scores)
                 log(f"step {step}: dev perplexity {dev_ppl:.2f}")
             if rt.main and save_now:

@@ -4,21 +4,23 @@
 python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
-    "SHIPPED_MODEL", "Translator", "EXAMPLES", "main",
+    "SHIPPED_MODEL", "Translator", "line_groups", "write_translations", "output_to", "EXAMPLES",
+    "main",
 ]
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import overload
 
 import transformer
-from transformer.checkpoint import CheckpointError
-from transformer.data import Vocab
+from transformer.checkpoint import CheckpointError, load_model
+from transformer.data import Vocab, atomic_file, decode_line, read_lines
 from transformer.distributed import resolve_device
-from transformer.checkpoint import load_model
-from transformer.evaluate import check_writable, positive_int, translate
+from transformer.evaluate import (TOO_LONG, TooLong, check_search, check_writable,
+                                  length_penalty_alpha, positive_int, translate)
 from transformer.model import Transformer
 
 # The averaged Multi30k model of chapter 6.1, part 2 (results/multi30k-cpu/results.json
@@ -33,118 +35,221 @@ class Translator:
         Translator.from_run()                  # the shipped Multi30k model
         Translator.from_run("runs/m30k")       # a run folder, averaged as evaluate does
         Translator.from_run("model.pt", beam_size=1)
+        Translator.from_run("ct2-m30k")        # a CTranslate2 export (see deploy)
         .translate("A dog runs.") -> str;  .translate([...]) -> list of str
     """
 
-    def __init__(self, model: Transformer, vocab: Vocab, beam_size: int = 4,
-                 alpha: float = 0.6, batch_tokens: int = 20000,
-                 source: str | None = None):
-        if beam_size < 1:
-            raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-        self.model, self.vocab, self.source = model.eval(), vocab, source
+    def __init__(self, model, vocab: Vocab, beam_size: int = 4, alpha: float = 0.6,
+                 batch_tokens: int = 20000, source: str | None = None):
+        check_search(beam_size, alpha, batch_tokens)
+        # a Transformer, or a CTranslate2Model (which carries its own vocabulary)
+        self.model = model.eval() if isinstance(model, Transformer) else model
+        self.vocab, self.source = vocab, source
         self.beam_size, self.alpha, self.batch_tokens = beam_size, alpha, batch_tokens
 
     @classmethod
     def from_run(cls, path: str | Path | None = None, average_last: int | None = None,
                  device: str = "cpu", **settings) -> "Translator":
         """Load a run folder (the last `average_last` checkpoints averaged; by default
-        as many as its profile averages), a file written by save_model, or, with no
-        path, the model that ships with the repository."""
+        as many as its profile averages), a file written by save_model, one training
+        checkpoint, a CTranslate2 export folder, or, with no path, the model that ships
+        with the repository."""
         path = Path(path) if path is not None else SHIPPED_MODEL
         if not path.exists():
             hint = (" (the shipped model is part of the repository: run from a clone)"
                     if path == SHIPPED_MODEL else "")
             raise FileNotFoundError(f"no run folder or model file {path}{hint}")
+        if (path / "model.bin").is_file():
+            from transformer.deploy import CTranslate2Model
+            if resolve_device(device).type != "cpu":
+                raise ValueError("a CTranslate2 export translates on the CPU here")
+            engine = CTranslate2Model(path)
+            return cls(engine, engine.vocab, source=f"{path} (CTranslate2)", **settings)
         model, vocab, used = load_model(path, average_last, resolve_device(device))
         name = ("the shipped model, results/multi30k-cpu/model.pt"
                 if path == SHIPPED_MODEL else f"{path} ({', '.join(used)})")
         return cls(model, vocab, source=name, **settings)
 
     @overload
-    def translate(self, sentences: str, progress: bool = False) -> str: ...
+    def translate(self, sentences: str, progress: bool = False,
+                  too_long: str = "error") -> str: ...
     @overload
-    def translate(self, sentences: Iterable[str],
-                  progress: bool = False) -> list[str]: ...
+    def translate(self, sentences: Iterable[str], progress: bool = False,
+                  too_long: str = "error") -> list[str]: ...
 
-    def translate(self, sentences, progress=False):
+    def translate(self, sentences, progress=False, too_long="error"):
         """One sentence (a str) -> its translation; a list of sentences -> a list of
-        translations, in order. Empty lines translate to empty lines."""
-        if isinstance(sentences, str):
-            return self.translate([sentences])[0]
-        sentences = list(sentences)
-        todo = [i for i, s in enumerate(sentences) if s.strip()]
-        out = [""] * len(sentences)
-        done = translate(self.model, self.vocab, [sentences[i] for i in todo],
-                         self.beam_size, self.alpha, batch_tokens=self.batch_tokens,
-                         progress=progress)
-        for i, hyp in zip(todo, done):
-            out[i] = hyp
-        return out
+        translations, in order. Blank lines translate to empty lines. A sentence longer
+        than the model's positions raises TooLong, unless too_long is "truncate" or
+        "skip" (an empty translation)."""
+        if isinstance(self.model, Transformer):
+            return translate(self.model, self.vocab, sentences, self.beam_size,
+                             self.alpha, batch_tokens=self.batch_tokens,
+                             progress=progress, too_long=too_long)
+        return self.model.translate(sentences, self.beam_size, self.alpha,
+                                    batch_tokens=self.batch_tokens, too_long=too_long)
+
+    def nbest(self, sentences: Iterable[str], n: int, too_long: str = "error"
+              ) -> list[list[tuple[str, float]]]:
+        """Each sentence's n best translations as (text, score), best first: the score
+        is what the search ranked them by (log-probability over the length penalty)."""
+        if isinstance(self.model, Transformer):
+            return translate(self.model, self.vocab, list(sentences), self.beam_size,
+                             self.alpha, batch_tokens=self.batch_tokens,
+                             progress=False, too_long=too_long, nbest=n)
+        return self.model.translate(list(sentences), self.beam_size, self.alpha,
+                                    batch_tokens=self.batch_tokens, too_long=too_long,
+                                    nbest=n)
+
+    @property
+    def max_len(self) -> int:
+        """The model's positions: a source of max_len tokens or more does not fit."""
+        return (self.model.cfg.max_len if isinstance(self.model, Transformer)
+                else self.model.max_len)
 
     def __repr__(self):
         return (f"Translator({self.source}, beam_size={self.beam_size}, "
                 f"alpha={self.alpha})")
 
 
+def line_groups(stream, label: str, most: int = 256) -> Iterator[tuple[int, list[str]]]:
+    """The lines of a binary stream in groups of those that have arrived, at most `most`
+    each: (number of the group's first line, counting from 1; its lines). A pipe that
+    delivers slowly is answered line by line, a fast one in batches. Lines break at
+    "\\n" only and are decoded as every line file of the package is
+    (data.decode_line)."""
+    pending, number = b"", 1
+    while True:
+        data = stream.read1(1 << 16)
+        if data:
+            # the last piece is a line still arriving
+            *lines, pending = (pending + data).split(b"\n")
+        else:
+            lines, pending = ([pending] if pending else []), b""
+        for start in range(0, len(lines), most):
+            group = lines[start:start + most]
+            yield number, [decode_line(raw, number + k, label)
+                           for k, raw in enumerate(group)]
+            number += len(group)
+        if not data:
+            return
+
+
+def write_translations(translator: Translator, lines: list[str], first: int, out,
+                       nbest: int | None = None, too_long: str = "error",
+                       progress: bool = False) -> None:
+    """Translate one group of input lines (the first is line `first`) and write the
+    results to `out`, flushed: a line each, or with nbest, n rows of "line<TAB>score
+    <TAB>translation" per line (a blank or skipped line gives one row without a
+    score)."""
+    for k, pieces in enumerate(translator.vocab.encode(lines)):
+        if len(pieces) + 1 >= translator.max_len and too_long != "error":
+            print(f"line {first + k}: {len(pieces) + 1} pieces, the model accepts "
+                  f"fewer than {translator.max_len}: "
+                  f"{'truncated' if too_long == 'truncate' else 'left untranslated'}",
+                  file=sys.stderr)
+    if nbest:
+        for k, found in enumerate(translator.nbest(lines, nbest, too_long)):
+            for text, score in found or [("", None)]:
+                print(f"{first + k}\t{'' if score is None else f'{score:.4f}'}\t{text}",
+                      file=out)
+    else:
+        for hyp in translator.translate(lines, progress, too_long):
+            print(hyp, file=out)
+    out.flush()
+
+
+@contextlib.contextmanager
+def output_to(path: str | None):
+    """Standard output, or a text file written whole or not at all (a temporary file
+    beside it, renamed at the end: a failed or interrupted run keeps the old file)."""
+    if path is None:
+        yield sys.stdout
+        return
+    with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        yield out
+
+
 EXAMPLES = """examples:
   echo "Two dogs play in the snow." | python -m transformer.translate
   python -m transformer.translate runs/m30k --input test.en --output test.de
   python -m transformer.translate model.pt --beam 1      # type sentences, Ctrl-D ends
+  python -m transformer.translate ct2-m30k --input test.en   # a CTranslate2 export
+  python -m transformer.translate --nbest 4 --input test.en  # line, score, translation
 
 With no model given, the Multi30k model that ships with the repository translates:
 it learned from 29,000 image captions, and sentences far from that domain come out
-poorly."""
+poorly. Translations are written as they are made when the input is a pipe; an
+--output file appears only once every line is translated (an existing one is kept
+if anything fails)."""
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m transformer.translate",
         description="Translate English sentences, one a line, into German.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
-    parser.add_argument("model", nargs="?",
-                        help="a training run folder or a model file "
+    parser.add_argument("model", nargs="?", metavar="MODEL",
+                        help="a training run folder, a model file (save_model's, or "
+                             "one training checkpoint) or a CTranslate2 export folder "
                              "(default: the shipped Multi30k model)")
-    parser.add_argument("--input", help="read sentences from this file "
+    parser.add_argument("--input", help="read sentences from this UTF-8 file "
                                         "(default: standard input)")
-    parser.add_argument("--output", help="write translations to this file "
-                                         "(default: standard output)")
+    parser.add_argument("--output", "--out", dest="output",
+                        help="write translations to this file "
+                             "(default: standard output)")
     parser.add_argument("--beam", type=positive_int, default=4,
                         help="beam size (1: greedy; default 4)")
-    parser.add_argument("--alpha", type=float, default=0.6,
+    parser.add_argument("--alpha", type=length_penalty_alpha, default=0.6,
                         help="length penalty exponent (default 0.6)")
+    parser.add_argument("--nbest", type=positive_int,
+                        help="write the N best translations of each line, with scores")
+    parser.add_argument("--too-long", choices=TOO_LONG, default="error",
+                        help="a line longer than the model's positions: stop with an "
+                             "error naming it (default), truncate it, or skip it")
     parser.add_argument("--average", type=positive_int,
                         help="average the run's last N checkpoints "
                              "(default: as its profile says)")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--device",
+                        help="cpu, cuda or cuda:N (default: a GPU if there is one; a "
+                             "CTranslate2 export runs on the CPU)")
     parser.add_argument("--batch-tokens", type=positive_int, default=20000,
-                        help="sentences x beam x output length per batch")
+                        help="sentences x beam x output length per batch "
+                             "(default 20000)")
     args = parser.parse_args(argv)
+    if args.nbest is not None and args.nbest > args.beam:
+        parser.error(f"--nbest {args.nbest} needs a beam at least that wide "
+                     f"(--beam {args.beam})")
+    fail = lambda msg: parser.exit(2, f"{parser.prog}: error: {msg}\n")
+    # everything that can be refused is refused before a file is written
     try:
-        if args.input and not Path(args.input).is_file():
-            raise ValueError(f"no input file {args.input}")
         if args.output:
-            check_writable(args.output)
+            check_writable(args.output, [args.input] if args.input else [])
+        lines = read_lines(args.input) if args.input else None
         translator = Translator.from_run(args.model, args.average, args.device,
                                          beam_size=args.beam, alpha=args.alpha,
                                          batch_tokens=args.batch_tokens)
     except (CheckpointError, FileNotFoundError, ValueError) as err:
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+        fail(err)
+    groups = ([(1, lines)] if lines is not None
+              else line_groups(sys.stdin.buffer, "standard input"))
+    kept = f"; {args.output} is unchanged" if args.output else ""
+    first = 1
     try:
-        if args.input is None and sys.stdin.isatty():
-            # typed by hand: each line is answered as soon as it is entered
-            for line in sys.stdin:
-                print(translator.translate(line.rstrip("\n")), file=out, flush=True)
-            return
-        lines = (Path(args.input).read_text(encoding="utf-8") if args.input
-                 else sys.stdin.read()).splitlines()
-        for hyp in translator.translate(lines, progress=args.input is not None):
-            print(hyp, file=out)
-    except ValueError as err:        # a sentence longer than the model's positions
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        with output_to(args.output) as out:
+            for first, group in groups:
+                write_translations(translator, group, first, out, args.nbest,
+                                   args.too_long, progress=lines is not None)
+    except TooLong as err:
+        fail(f"line {first + err.index} has {err.tokens} pieces; the model accepts "
+             f"fewer than {err.max_len}: shorten it, or pass --too-long truncate "
+             f"(or skip){kept}")
+    except ValueError as err:        # a line of standard input that is not UTF-8
+        fail(f"{err}{kept}")
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted{kept}\n")
+    except BrokenPipeError:          # the reader went away (| head): not an error here
+        sys.stderr.close()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ __all__ = [
     "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "COLLAPSED", "left_collapse",
     "train_epochs", "choose_budget", "decide_protocol", "row_epochs", "smallest_keys",
     "off_protocol", "diagnosis_name", "records_dir", "run_row_epochs", "second_seeds", "take_run",
-    "converged_sweep", "main", "CLAIMS", "claims_first", "claim_verdicts", "claims_by_verdict",
+    "converged_sweep", "EXAMPLES", "main", "CLAIMS", "claims_first", "claim_verdicts",
+    "claims_by_verdict",
 ]
 
 import argparse
@@ -29,7 +30,7 @@ from transformer.checkpoint import RunInUse, load_model, run_lock
 from transformer.data import EOS, BatchStream, atomic_file
 from transformer.distributed import (Runtime, StopRequest, keep_freed_memory,
                                      prepare_data)
-from transformer.evaluate import evaluate_run
+from transformer.evaluate import evaluate_run, positive_int
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
 from transformer.profiles import PROFILES
@@ -486,9 +487,19 @@ def converged_sweep(plan, runs, results, data_dir, command, lr_factor=None,
               flush=True)
 
 
+EXAMPLES = """examples:
+  python -m transformer.variations --list            # which rows have records
+  python -m transformer.variations base A1 --threads 1      # two rows, one thread each
+  python -m transformer.variations --short           # the 400-step sweep, every row
+  python -m transformer.variations big --p-drop 0.1  # a diagnosis, outside the protocol
+
+Records go to results/table3 (one JSON per row and seed); the same command resumes."""
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m transformer.variations",
-                                     description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.variations", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
     parser.add_argument("rows", nargs="*",
                         help=f"Table 3 rows to run (default: all): {' '.join(ROWS)}")
     parser.add_argument("--short", action="store_true",
@@ -501,7 +512,7 @@ def main(argv=None):
                                           "results/table3-short)")
     parser.add_argument("--data-dir",
                         help="corpus cache directory (default $TRANSFORMER_DATA)")
-    parser.add_argument("--threads", type=int,
+    parser.add_argument("--threads", type=positive_int,
                         help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--list", action="store_true",
                         help="show which rows have records, and stop")

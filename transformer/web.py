@@ -7,7 +7,8 @@ python -m transformer.web."""
 __all__ = [
     "QUANTIZATIONS", "quantize_rows", "dequantize", "SEARCH", "MAX_CHARACTERS", "GALLERY_SIZE",
     "PAYLOAD_FORMAT", "PREFIX", "SUFFIX", "PIECE_KINDS", "export_tensors", "vocab_table",
-    "web_payload", "write_payload", "read_payload", "payload_model", "gallery", "describe", "main",
+    "web_payload", "write_payload", "read_payload", "payload_model", "gallery", "sha256",
+    "describes", "describe", "EXAMPLES", "main",
 ]
 
 import argparse
@@ -18,9 +19,10 @@ from pathlib import Path
 
 import torch
 
-from transformer.checkpoint import load_model, run_profile
+from transformer.checkpoint import CheckpointError, load_model, run_profile
 from transformer.corpora import load_split
 from transformer.data import BOS, EOS, Vocab, atomic_file
+from transformer.evaluate import check_writable
 from transformer.model import Transformer, TransformerConfig
 from transformer.translate import SHIPPED_MODEL
 
@@ -182,46 +184,94 @@ def gallery(results_dir, count=GALLERY_SIZE, data_root=None):
             for (s, r), o in list(zip(pairs, ours))[:count]]
 
 
-def describe(model_path, results_dir):
-    """Where the exported model came from, for the page to say."""
+def sha256(path):
+    """The SHA-256 of a file's bytes, or None for a folder."""
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def describes(results_dir, model_path):
+    """Whether results_dir/results.json is the record of this very model file: the
+    shipped model it names has the file's SHA-256. A run folder has no such record."""
+    record_path = Path(results_dir) / "results.json"
+    if not record_path.is_file() or not Path(model_path).is_file():
+        return False
+    record = json.loads(record_path.read_text())
+    return record.get("shipped_model", {}).get("sha256") == sha256(model_path)
+
+
+def describe(model_path, results_dir=None):
+    """Where the exported model came from, for the page to say: its name and digest,
+    and with a results folder that describes it (see `describes`), the run's task,
+    steps and test BLEU. Without one the page shows no score it has not measured."""
+    about = {"model": Path(model_path).name, "sha256": sha256(model_path),
+             "results": None}
+    if results_dir is None:
+        return about
+    if not describes(results_dir, model_path):
+        raise ValueError(f"{results_dir}/results.json is not the record of "
+                         f"{model_path} (another model's SHA-256): the page would show "
+                         f"that model's scores under this one")
     record = json.loads((Path(results_dir) / "results.json").read_text())
-    shipped = record.get("shipped_model", {})
-    return {"model": Path(model_path).name,
-            "sha256": hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
-            if Path(model_path).is_file() else None,
-            "results": Path(results_dir).name, "task": record["task"],
+    return {**about, "results": Path(results_dir).name, "task": record["task"],
             "profile": record["profile"], "commit": record["commit"],
             "steps": record["training"]["steps"],
-            "average_last": shipped.get("average_last"),
+            "average_last": record["shipped_model"].get("average_last"),
             "test_bleu": record["test_paper_decoding"]["sacrebleu"]}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m transformer.web",
-                                     description=__doc__)
-    parser.add_argument("model", nargs="?", default=str(SHIPPED_MODEL),
+EXAMPLES = """examples:
+  python -m transformer.web                    # the shipped model, its record, gallery
+  python -m transformer.web runs/m30k --out my-model.js        # your own run: no scores
+  python -m transformer.web m30k.pt --results results/m30k --quantization float16
+
+The page shows a model's scores and test translations only from a results folder whose
+results.json records that very model file (its SHA-256)."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.web", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
+    parser.add_argument("model", nargs="?", metavar="MODEL", default=str(SHIPPED_MODEL),
                         help="a run folder or a model file (default: the shipped "
                              "model)")
-    parser.add_argument("--results", help="the results folder whose test translations "
-                        "fill the gallery (default: the model file's folder)")
-    parser.add_argument("--out", default="web/translator/model.js")
-    parser.add_argument("--quantization", choices=QUANTIZATIONS, default="int8")
+    parser.add_argument("--results",
+                        help="the results folder that records this model file: its "
+                             "scores label the page and its test translations fill the "
+                             "gallery (default: the model file's folder, if its "
+                             "results.json records this file)")
+    parser.add_argument("--out", default="web/translator/model.js",
+                        help="the script to write (default web/translator/model.js, "
+                             "which the book's page loads)")
+    parser.add_argument("--quantization", choices=QUANTIZATIONS, default="int8",
+                        help="int8 weights with a scale per row (default), or float16")
     parser.add_argument("--data-dir", help="corpus cache (default $TRANSFORMER_DATA)")
     args = parser.parse_args(argv)
     path = Path(args.model)
-    results = Path(args.results or (path.parent if path.is_file() else path))
-    if not (results / "results.json").exists():
-        parser.error(f"no results.json in {results}; name the run's results folder "
-                     f"with --results")
-    model, vocab, used = load_model(path)
-    profile = run_profile(path.parent if path.is_file() else path)
-    payload = web_payload(model, vocab, args.quantization,
-                          profile.get("max_len", model.cfg.max_len),
-                          describe(path, results),
-                          gallery(results, data_root=args.data_dir))
-    size = write_payload(payload, args.out)
+    if not path.exists():
+        parser.error(f"no run folder or model file {path}")
+    results = args.results
+    if results is None and describes(path.parent, path):
+        results = path.parent
+    try:
+        check_writable(args.out, [path])
+        about = describe(path, results)
+        model, vocab, used = load_model(path)
+        profile = run_profile(path.parent if path.is_file() else path)
+        payload = web_payload(model, vocab, args.quantization,
+                              profile.get("max_len", model.cfg.max_len), about,
+                              gallery(results, data_root=args.data_dir) if results
+                              else ())
+        size = write_payload(payload, args.out)
+    except (CheckpointError, FileNotFoundError, ValueError) as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    except OSError as err:           # the disk, not the request
+        parser.exit(1, f"{parser.prog}: error: cannot write {args.out}: "
+                       f"{err.strerror or err}\n")
     print(f"{args.out}: {size / 1e6:.1f} MB ({args.quantization}) from "
-          f"{', '.join(used)}")
+          f"{', '.join(used)}" + ("" if results else
+                                  "; no results record describes it: no scores shown"))
 
 
 if __name__ == "__main__":

@@ -176,9 +176,11 @@
     $("gallery-search").addEventListener("input", filter);
     filter();
     const s = payload.source;
-    $("gallery-about").textContent = `The first ${rows.length} sentences of ${s.task}, in corpus order, ` +
+    $("gallery-about").textContent = s.results ?
+      `The first ${rows.length} sentences of ${s.task}, in corpus order, ` +
       `with the translations of the run's test evaluation (results/${s.results}, its chosen search), ` +
-      `not of this page.`;
+      `not of this page.` :
+      "No results record describes this model, so there are no test translations to show.";
   }
 
   // --- ?selftest=N: the report the book's tests read ----------------------------------------------------
@@ -248,10 +250,12 @@
       if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); run($("translator-input").value); }
     });
     const s = payload.source;
-    $("translator-about").textContent = `Model: ${s.model} of results/${s.results} (${s.task}; profile ` +
-      `${s.profile}, ${s.steps} steps, the last ${s.average_last} checkpoints averaged; test BLEU ` +
-      `${s.test_bleu} with beam 4 in PyTorch), ${payload.quantization} weights. Limits: ` +
-      `${payload.limits.max_source_pieces} word pieces, ${payload.limits.max_characters} characters.`;
+    const origin = s.results ?
+      `of results/${s.results} (${s.task}; profile ${s.profile}, ${s.steps} steps, the last ` +
+      `${s.average_last} checkpoints averaged; test BLEU ${s.test_bleu} with beam 4 in PyTorch)` :
+      "(no results record describes it: no scores)";
+    $("translator-about").textContent = `Model: ${s.model} ${origin}, ${payload.quantization} weights. ` +
+      `Limits: ${payload.limits.max_source_pieces} word pieces, ${payload.limits.max_characters} characters.`;
     $("translator-status").textContent = `model ready in ${loadSeconds.toFixed(2)} s`;
     gallery(payload);
     if (params.has("selftest")) return selftest(params.get("selftest") ? +params.get("selftest") : 100);
