@@ -342,7 +342,7 @@ def test_the_evaluation_command_describes_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     usage = " ".join(capsys.readouterr().out.split())
-    for text in ("run_dir a training run folder, or a model file written by save_model",
+    for text in ("MODEL a training run folder, or a model file (save_model's, or one training checkpoint)",
                  "--split SPLIT the split of the run's corpus to score (default test)",
                  "--src SRC score on this source file instead of a split (one sentence a line; needs --ref)",
                  "--ref REF the reference translations of --src",

@@ -100,6 +100,29 @@ def test_the_package_says_its_version_and_that_it_is_typed():
     assert (Path(transformer.__file__).parent / "py.typed").exists()
 
 
+def test_every_public_function_keeps_the_promise_of_py_typed():
+    """py.typed tells type checkers the package is annotated: every public function and method says the
+    types of its parameters and (but for __init__) of its result."""
+    import ast
+    bare = []
+    for path in sorted((ROOT / "transformer").glob("*.py")):
+        def visit(nodes, prefix=""):
+            for node in nodes:
+                if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                    visit(node.body, f"{prefix}{node.name}.")
+                if not isinstance(node, ast.FunctionDef) or (node.name.startswith("_")
+                                                             and node.name != "__init__"):
+                    continue
+                a = node.args
+                params = [p for p in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]
+                          if p is not None and p.arg not in ("self", "cls")]
+                if any(p.annotation is None for p in params) or (node.returns is None
+                                                                 and node.name != "__init__"):
+                    bare.append(f"{path.stem}.{prefix}{node.name}")
+        visit(ast.parse(path.read_text()).body)
+    assert not bare, f"{len(bare)} public functions without type hints: {bare[:10]}"
+
+
 def test_the_run_record_s_command_can_be_pasted_back(monkeypatch):
     import shlex
     from transformer.runlog import command_line

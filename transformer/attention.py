@@ -14,7 +14,9 @@ import torch.nn.functional as F
 from torch import nn
 
 
-def attention(Q, K, V, mask=None, dropout=None):
+def attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
+              mask: torch.Tensor | None = None, dropout: nn.Module | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
     """Equation (1), written out: softmax(Q K^T / sqrt(d_k)) V.
 
     Q: [..., n_q, d_k], K: [..., n_k, d_k], V: [..., n_k, d_v]; mask: bool,
@@ -36,17 +38,17 @@ def attention(Q, K, V, mask=None, dropout=None):
     return weights @ V, weights
 
 
-def padding_mask(ids, pad_id):
+def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """[B, S] token ids -> bool [B, 1, 1, S], True at real (non-padding) tokens."""
     return (ids != pad_id)[:, None, None, :]
 
 
-def causal_mask(size, device=None):
+def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
     """bool [1, 1, size, size], True where query i may see key j, i.e. j <= i."""
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]
 
 
-def decoder_mask(tgt_ids, pad_id):
+def decoder_mask(tgt_ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """Padding and causality combined for the decoder's self-attention: bool
     [B, 1, T, T]."""
     return padding_mask(tgt_ids, pad_id) & causal_mask(tgt_ids.size(1), tgt_ids.device)
@@ -58,7 +60,8 @@ def decoder_mask(tgt_ids, pad_id):
 CAUSAL = "causal"
 
 
-def append_to_cache(cache, k, v):
+def append_to_cache(cache: dict, k: torch.Tensor, v: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """Write new keys and values [B, h, m, d] after the n cached ones; return views of
     all n + m.
 
@@ -92,7 +95,8 @@ class MultiHeadAttention(nn.Module):
     computed at the first step and reused after it (chapter 6.1).
     """
 
-    def __init__(self, d_model, h, d_k=None, d_v=None, attn_drop=0.0):
+    def __init__(self, d_model: int, h: int, d_k: int | None = None,
+                 d_v: int | None = None, attn_drop: float = 0.0):
         super().__init__()
         if d_model % h:
             raise ValueError(f"d_model={d_model} is not divisible by the number of "
@@ -103,15 +107,16 @@ class MultiHeadAttention(nn.Module):
         self.in_proj = nn.Linear(d_model, h * (2 * self.d_k + self.d_v))
         self.out_proj = nn.Linear(h * self.d_v, d_model)  # W^O
 
-    def split_heads(self, x, d):
+    def split_heads(self, x: torch.Tensor, d: int) -> torch.Tensor:
         """[B, n, h*d] -> [B, h, n, d]."""
         return x.unflatten(-1, (self.h, d)).transpose(1, 2)
 
-    def merge_heads(self, x):
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, h, n, d] -> [B, n, h*d]: Concat(head_1, ..., head_h), ready for W^O."""
         return x.transpose(1, 2).flatten(2)
 
-    def project(self, x_q, x_kv, cache=None):
+    def project(self, x_q: torch.Tensor, x_kv: torch.Tensor, cache: dict | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The per-head queries, keys and values, each [B, h, n, d] (keys and values
         include the cache)."""
         hk = self.h * self.d_k
@@ -137,7 +142,9 @@ class MultiHeadAttention(nn.Module):
                 cache["k"], cache["v"] = k, v
         return q, k, v
 
-    def forward(self, x_q, x_kv, mask=None, cache=None):
+    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor,
+                mask: torch.Tensor | None = None, cache: dict | None = None
+               ) -> torch.Tensor:
         """Queries from x_q [B, T, d_model] attend to keys and values from x_kv [B, S,
         d_model]; mask: a boolean [B, 1 or T, S] (True = may attend), CAUSAL, or None;
         cache: a dict of earlier steps' keys and values (decoding). Returns [B, T,
@@ -161,7 +168,8 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(self.merge_heads(out))
 
     @torch.no_grad()
-    def attention_weights(self, x_q, x_kv, mask=None):
+    def attention_weights(self, x_q: torch.Tensor, x_kv: torch.Tensor,
+                          mask: torch.Tensor | None = None) -> torch.Tensor:
         """The per-head weights softmax(QK^T/sqrt(d_k)) [B, h, T, S], for looking at
         (the fused kernel hides them)."""
         q, k, v = self.project(x_q, x_kv)

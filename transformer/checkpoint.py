@@ -17,15 +17,16 @@ import os
 import pickle
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from transformer.data import Vocab, atomic_file
+from transformer.data import BatchStream, Vocab, atomic_file
 from transformer.model import Transformer, TransformerConfig
+from transformer.profiles import Profile
 
 
 class CheckpointError(RuntimeError):
@@ -33,7 +34,7 @@ class CheckpointError(RuntimeError):
     data)."""
 
 
-def atomic_save(obj, path):
+def atomic_save(obj: object, path: str | Path) -> None:
     with atomic_file(path, ".tmp") as tmp:
         torch.save(obj, tmp)
         with open(tmp, "rb") as f:
@@ -41,17 +42,17 @@ def atomic_save(obj, path):
             os.fsync(f.fileno())
 
 
-def checkpoint_file(out_dir, step):
+def checkpoint_file(out_dir: str | Path, step: int) -> Path:
     return Path(out_dir) / "checkpoints" / f"step_{step:07d}.pt"
 
 
-def checkpoint_paths(out_dir):
+def checkpoint_paths(out_dir: str | Path) -> list[Path]:
     """Complete checkpoints of a run, oldest first."""
     folder = Path(out_dir) / "checkpoints"
     return sorted(folder.glob("step_*.pt")) if folder.is_dir() else []
 
 
-def save_checkpoint(out_dir, step, state, keep):
+def save_checkpoint(out_dir: str | Path, step: int, state: dict, keep: int) -> None:
     """Write `state` as the checkpoint of `step`, then delete all but the newest `keep`
     checkpoints."""
     path = checkpoint_file(out_dir, step)
@@ -75,7 +76,7 @@ def _reason(err):
     return text.split(". ", 1)[0].strip() or type(err).__name__
 
 
-def load_checkpoint(path, map_location="cpu"):
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """A checkpoint's contents, loaded with weights_only=True: no code from the file
     ever runs. A file that would run code raises CheckpointError; a damaged one
     UnreadableCheckpoint; both name the file."""
@@ -98,7 +99,7 @@ def load_checkpoint(path, map_location="cpu"):
                                f"checkpoint ({reason})")
 
 
-def logged_steps(out_dir):
+def logged_steps(out_dir: str | Path) -> int:
     """How many steps the run's training log records (0 without a log)."""
     path = Path(out_dir) / "train_log.csv"
     if not path.is_file():
@@ -107,7 +108,7 @@ def logged_steps(out_dir):
         return max(0, sum(1 for _ in f) - 1)        # the lines under the header
 
 
-def set_logs_aside(out_dir):
+def set_logs_aside(out_dir: str | Path) -> None:
     """Keep a run's logs under new names (train_log.csv ->
     train_log.csv.before-start-over, numbered if that is taken), so that a run trained
     again from step 0 starts new ones beside them."""
@@ -121,7 +122,9 @@ def set_logs_aside(out_dir):
             path.rename(aside)
 
 
-def load_latest_checkpoint(out_dir, log=print, start_over=False, main=True):
+def load_latest_checkpoint(out_dir: str | Path, log: Callable[[str], None] = print,
+                           start_over: bool = False, main: bool = True
+                          ) -> tuple[dict | None, Path | None]:
     """The newest readable checkpoint of a run (a damaged newest file falls back to the
     one before), or (None, None) for a new run.
 
@@ -169,7 +172,7 @@ def load_latest_checkpoint(out_dir, log=print, start_over=False, main=True):
     return None, None
 
 
-def capture_rng():
+def capture_rng() -> dict:
     """The random generators' states as tensors and plain data (so weights_only loading
     accepts them)."""
     _, keys, pos, has_gauss, gauss = np.random.get_state()
@@ -181,7 +184,7 @@ def capture_rng():
     return state
 
 
-def restore_rng(state):
+def restore_rng(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     version, internal, gauss_next = state["python"]
     random.setstate((version, tuple(internal), gauss_next))
@@ -192,8 +195,11 @@ def restore_rng(state):
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_state(out_dir, step, model, optimizer, scheduler, stream_state, elapsed,
-               profile, cfg, vocab):
+def save_state(out_dir: str | Path, step: int, model: Transformer,
+               optimizer: torch.optim.Optimizer,
+               scheduler: torch.optim.lr_scheduler.LRScheduler, stream_state: dict,
+               elapsed: float, profile: Profile, cfg: TransformerConfig, vocab: Vocab
+              ) -> None:
     state = {
         "format": 2, "step": step, "elapsed_s": elapsed,
         "model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -205,7 +211,9 @@ def save_state(out_dir, step, model, optimizer, scheduler, stream_state, elapsed
                     keep=max(profile.keep_last, profile.average_last))
 
 
-def restore_state(ckpt, model, optimizer, scheduler, stream):
+def restore_state(ckpt: dict, model: Transformer, optimizer: torch.optim.Optimizer,
+                  scheduler: torch.optim.lr_scheduler.LRScheduler, stream: BatchStream
+                 ) -> tuple[int, float]:
     """Put a training checkpoint back into a freshly built model, optimizer, schedule,
     batch stream and random generators. Returns (step, seconds of training so far)."""
     model.load_state_dict(ckpt["model"])
@@ -216,12 +224,13 @@ def restore_state(ckpt, model, optimizer, scheduler, stream):
     return ckpt["step"], ckpt["elapsed_s"]
 
 
-def checkpoint_weights(path):
+def checkpoint_weights(path: str | Path) -> dict[str, torch.Tensor]:
     """The model weights of a training checkpoint."""
     return load_checkpoint(path)["model"]
 
 
-def check_same_model(ckpt, cfg, vocab, path):
+def check_same_model(ckpt: dict, cfg: TransformerConfig, vocab: Vocab, path: str | Path
+                    ) -> None:
     """A resumed run must build the model its checkpoint holds, with the vocabulary it
     was trained with: say what differs."""
     saved, wanted = ckpt["model_config"], asdict(cfg)
@@ -245,7 +254,7 @@ RUN_FILES = ("data.json", "data.pt", "vocab.model", "profile.json", "checkpoints
 
 
 @contextlib.contextmanager
-def run_folder(out_dir, main=True):
+def run_folder(out_dir: str | Path, main: bool = True) -> Iterator[Path]:
     """Claim out_dir for one training process: create it, refuse a folder that holds
     other things than a run, and lock it so that a second training into the same
     folder stops instead of interleaving its logs and checkpoints. The lock goes with
@@ -276,7 +285,7 @@ def run_folder(out_dir, main=True):
 
 
 @contextlib.contextmanager
-def run_lock(out_dir):
+def run_lock(out_dir: str | Path) -> Iterator[None]:
     """An exclusive lock on out_dir/.lock, held while the block runs."""
     path = Path(out_dir) / ".lock"
     try:
@@ -307,7 +316,7 @@ def run_lock(out_dir):
         handle.close()
 
 
-def average_checkpoints(paths):
+def average_checkpoints(paths: Iterable[str | Path]) -> dict[str, torch.Tensor]:
     """The element-wise mean of the model weights stored in the given checkpoint
     files."""
     paths = [Path(p) for p in paths]
@@ -332,7 +341,7 @@ def average_checkpoints(paths):
             for k, v in total.items()}
 
 
-def run_profile(run_dir):
+def run_profile(run_dir: str | Path) -> dict:
     """The training profile a run folder recorded (profile.json) as a dict; {} for a
     folder without one."""
     path = Path(run_dir) / "profile.json"

@@ -33,7 +33,7 @@ Running the same command again resumes the run from its newest checkpoint. Ctrl-
 SIGTERM) stops after the current step and saves it."""
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     profiles = "\n".join(f"  {name:<14} {p.description}"
                          for name, p in PROFILES.items())
     parser = argparse.ArgumentParser(

@@ -17,13 +17,13 @@ from transformer.variations import (LONG, claim_verdicts, load_records,
                                    second_seeds, seed_spread)
 
 
-def hardware_text(h):
+def hardware_text(h: dict) -> str:
     gpu = h.get("gpu") or "no GPU"
     threads = f"{h['torch_threads']} thread{'s' if h['torch_threads'] != 1 else ''}"
     return f"{h['cpu']}, {h['cores']} cores, {threads}, {gpu}"
 
 
-def converged_table3(protocol, records):
+def converged_table3(protocol: dict, records: dict) -> dict:
     """The ledger's row for the Table 3 sweep that trains every row for the base row's
     budget of epochs: how far it has got, its seed noise and its verdicts so far."""
     rows_done = {row for row, _ in records}
@@ -56,7 +56,7 @@ def converged_table3(protocol, records):
         hardware=protocol["hardware"], command=protocol["command"])
 
 
-def ledger(results):
+def ledger(results: str | Path) -> list[dict]:
     """One row per result measured in this book, read from the records under `results`:
     {result, ours, paper, scale, hardware, command, gpu}; records not made yet are left
     out."""

@@ -25,6 +25,7 @@ import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from tqdm import tqdm
 
@@ -34,7 +35,7 @@ from transformer.data import atomic_file, iter_utf8_lines, read_parallel
 DATA_ENV = "TRANSFORMER_DATA"
 
 
-def data_dir():
+def data_dir() -> Path:
     """The cache directory: $TRANSFORMER_DATA, or ~/.cache/transformer-data."""
     return Path(os.environ.get(DATA_ENV)
                 or Path.home() / ".cache" / "transformer-data").expanduser()
@@ -111,7 +112,8 @@ def _archive_name(key: str) -> str:
     return WMT14_SOURCES[key]["url"].rsplit("/", 1)[-1]
 
 
-def copy_stream(src, out, total, desc, progress):
+def copy_stream(src: BinaryIO, out: BinaryIO, total: int | None, desc: str | None,
+                progress: bool) -> int:
     """Copy a binary stream in 1 MiB chunks with a progress bar; return the number of
     bytes."""
     copied = 0
@@ -124,7 +126,8 @@ def copy_stream(src, out, total, desc, progress):
     return copied
 
 
-def download(url: str, dest, desc: str | None = None, progress: bool = True) -> Path:
+def download(url: str, dest: str | Path, desc: str | None = None, progress: bool = True
+            ) -> Path:
     """Fetch ``url`` to ``dest`` unless it is already there; return ``dest``."""
     dest = Path(dest)
     if dest.exists():
@@ -153,7 +156,7 @@ def download(url: str, dest, desc: str | None = None, progress: bool = True) -> 
     return dest
 
 
-def file_checksum(path):
+def file_checksum(path: str | Path) -> tuple[int, str]:
     """(size in bytes, SHA-256 hex digest) of a file, read in 1 MiB chunks."""
     digest, size = hashlib.sha256(), 0
     with open(path, "rb") as f:
@@ -163,7 +166,8 @@ def file_checksum(path):
     return size, digest.hexdigest()
 
 
-def verify_download(path, expected=None, record=None):
+def verify_download(path: str | Path, expected: tuple[int, str] | None = None,
+                    record: bool | None = None) -> tuple[int, str]:
     """Check a downloaded file's size and SHA-256 against `expected` (size, sha256), or
     else against the value recorded for its name in the JSON file `record`, recording it
     there the first time."""
@@ -204,7 +208,8 @@ def _corrupt(archive: Path, err: BaseException) -> ArchiveError:
     )
 
 
-def extract_members(archive, members: dict[str, Path], progress: bool = False) -> None:
+def extract_members(archive: str | Path, members: dict[str, Path],
+                    progress: bool = False) -> None:
     """Extract several members of a .tgz in one streaming pass (member -> dest)."""
     archive = Path(archive)
     wanted = {_member_name(m): Path(d) for m, d in members.items()}
@@ -248,7 +253,7 @@ def extract_members(archive, members: dict[str, Path], progress: bool = False) -
     )
 
 
-def extract_member(archive, member: str, dest) -> Path:
+def extract_member(archive: str | Path, member: str, dest: str | Path) -> Path:
     """Extract one member of a .tgz to ``dest`` (atomically); return ``dest``."""
     extract_members(archive, {member: Path(dest)})
     return Path(dest)
@@ -285,7 +290,8 @@ def _sgm_segments(path, label: str):
             yield _SPACE_RE.sub(" ", _SEG_RE.sub(r"\1", line).strip())
 
 
-def sgm_to_text(src_sgm_path, dest, label: str | None = None) -> int:
+def sgm_to_text(src_sgm_path: str | Path, dest: str | Path, label: str | None = None
+               ) -> int:
     """Write the <seg> texts of a WMT .sgm file to ``dest``; return the count."""
     return _write_lines(_sgm_segments(src_sgm_path, label or str(src_sgm_path)),
                         Path(dest))
@@ -309,7 +315,7 @@ def _check_aligned(counts: dict, labels: dict) -> None:
         )
 
 
-def prepare_wmt14(root, urls: dict[str, str] | None = None,
+def prepare_wmt14(root: str | Path | None, urls: dict[str, str] | None = None,
                   progress: bool = True) -> dict[str, Path]:
     """Download WMT14 en-de under ``root`` and write plain-text splits.
 
@@ -439,13 +445,14 @@ CORPORA = {
 ZH_EN_SEED = "zh-en-seed"
 
 
-def get_corpus(name):
+def get_corpus(name: str) -> Corpus:
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")
     return CORPORA[name]
 
 
-def split_paths(corpus, split, root=None):
+def split_paths(corpus: str | Corpus, split: str, root: str | Path | None = None
+               ) -> list[tuple[Path, Path]]:
     """Where the files of one split live under root: (source path, target path) per
     file stem. Reads nothing."""
     corpus = get_corpus(corpus) if isinstance(corpus, str) else corpus
@@ -457,7 +464,8 @@ def split_paths(corpus, split, root=None):
             for stem in corpus.splits[split]]
 
 
-def fetch(corpus, split, root=None):
+def fetch(corpus: str | Corpus, split: str, root: str | Path | None = None
+         ) -> list[tuple[Path, Path]]:
     """Make sure the files of one split exist under root (downloading if needed); return
     their paths.
 
@@ -496,7 +504,7 @@ def fetch(corpus, split, root=None):
     return paths
 
 
-def gunzip(src, dest):
+def gunzip(src: str | Path, dest: str | Path) -> None:
     """Decompress src into dest atomically."""
     try:
         with (atomic_file(dest) as tmp, gzip.open(src, "rb") as fin,
@@ -507,7 +515,8 @@ def gunzip(src, dest):
                            f"delete it and run again to re-download") from None
 
 
-def load_split(corpus, split, root=None):
+def load_split(corpus: str | Corpus, split: str, root: str | Path | None = None
+              ) -> list[tuple[str, str]]:
     """All sentence pairs of one split of a named corpus (its files concatenated)."""
     pairs = []
     for src_path, tgt_path in fetch(corpus, split, root):
@@ -515,7 +524,9 @@ def load_split(corpus, split, root=None):
     return pairs
 
 
-def prepare_zh_en(dest_root, seed_root=None, dev_size=300, test_size=500, seed=0):
+def prepare_zh_en(dest_root: str | Path, seed_root: str | Path | None = None,
+                  dev_size: int = 300, test_size: int = 500, seed: int = 0
+                 ) -> dict[str, int]:
     """Write the zh-en and zh-en-tutorial splits into dest_root/zh-en/ from
     seed_root/zh-en-seed/.
 

@@ -14,7 +14,7 @@ import contextlib
 import math
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +56,7 @@ def read_lines(path: str | Path) -> list[str]:
     return list(iter_utf8_lines(path, str(path)))
 
 
-def read_parallel(src_path, tgt_path):
+def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[tuple[str, str]]:
     """Line-aligned source and target files -> list of (source sentence, target
     sentence)."""
     src, tgt = read_lines(src_path), read_lines(tgt_path)
@@ -70,7 +70,7 @@ def read_parallel(src_path, tgt_path):
 
 
 @contextlib.contextmanager
-def atomic_file(dest, suffix=".part"):
+def atomic_file(dest: str | Path, suffix: str = ".part") -> Iterator[Path]:
     """A temporary path beside `dest` that is renamed to `dest` only when the block
     completes.
 
@@ -87,7 +87,8 @@ def atomic_file(dest, suffix=".part"):
         tmp.unlink(missing_ok=True)
 
 
-def clean_pairs(pairs, max_words=250, max_ratio=1.5):
+def clean_pairs(pairs: Iterable[tuple[str, str]], max_words: int = 250,
+                max_ratio: float = 1.5) -> tuple[list[tuple[str, str]], dict[str, int]]:
     """Drop pairs with an empty side, > max_words words on a side, or a word-count
     ratio > max_ratio.
 
@@ -124,21 +125,22 @@ class Vocab:
                              f"expected {(PAD, UNK, BOS, EOS)}")
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | Path) -> "Vocab":
         return cls(Path(path).read_bytes())
 
-    def save(self, path):
+    def save(self, path: str | Path) -> None:
         atomic_write_bytes(path, self.proto)
 
     def __len__(self):
         return self.sp.get_piece_size()
 
-    def encode(self, texts):
+    def encode(self, texts: str | list[str]) -> list[int] | list[list[int]]:
         """A string -> list of ids, or a list of strings -> list of lists (no BOS/EOS
         added)."""
         return self.sp.encode(texts)
 
-    def decode(self, ids):
+    def decode(self, ids: list[int] | list[list[int]] | torch.Tensor
+              ) -> str | list[str]:
         """ids (list or 1-d tensor; padding, BOS and EOS are dropped) -> text. A list of
         those -> list of texts."""
         if isinstance(ids, torch.Tensor):
@@ -147,11 +149,13 @@ class Vocab:
             return [self.decode(x) for x in ids]
         return self.sp.decode([i for i in ids if i > EOS])
 
-    def pieces(self, text):
+    def pieces(self, text: str) -> list[str]:
         return self.sp.encode(text, out_type=str)
 
 
-def train_bpe(pairs, vocab_size, max_sentences=4_000_000, seed=0, symbols=()):
+def train_bpe(pairs: list[tuple[str, str]], vocab_size: int,
+              max_sentences: int = 4_000_000, seed: int = 0, symbols: Iterable[str] = ()
+             ) -> Vocab:
     """Learn one BPE vocabulary over both sides of `pairs`; returns a Vocab.
 
     `symbols`: words that must never be split (chapter 6.3's tree brackets): each is
@@ -187,7 +191,7 @@ def train_bpe(pairs, vocab_size, max_sentences=4_000_000, seed=0, symbols=()):
     return Vocab(model.getvalue())
 
 
-def atomic_write_bytes(path, data):
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     with atomic_file(path) as tmp:
         tmp.write_bytes(data)
 
@@ -195,11 +199,11 @@ def atomic_write_bytes(path, data):
 class TokenArray:
     """Many variable-length id sequences in one int32 array."""
 
-    def __init__(self, flat, offsets):
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
         self.flat, self.offsets = flat, offsets
 
     @classmethod
-    def from_lists(cls, seqs):
+    def from_lists(cls, seqs: list[list[int]]) -> "TokenArray":
         lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
         offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -213,15 +217,15 @@ class TokenArray:
     def __getitem__(self, i):
         return self.flat[self.offsets[i]:self.offsets[i + 1]]
 
-    def lengths(self):
+    def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def state(self):
+    def state(self) -> dict[str, torch.Tensor]:
         return {"flat": torch.from_numpy(self.flat),
                 "offsets": torch.from_numpy(self.offsets)}
 
     @classmethod
-    def from_state(cls, state):
+    def from_state(cls, state: dict[str, torch.Tensor]) -> "TokenArray":
         return cls(state["flat"].numpy(), state["offsets"].numpy())
 
 
@@ -235,7 +239,8 @@ class ParallelData:
         return len(self.src)
 
 
-def encode_pairs(vocab, pairs, max_len=None, chunk=100_000):
+def encode_pairs(vocab: Vocab, pairs: list[tuple[str, str]], max_len: int | None = None,
+                 chunk: int = 100_000) -> tuple[ParallelData, int]:
     """Encode pairs with vocab; drop pairs with more than max_len tokens on a side
     (None: keep all).
 
@@ -256,7 +261,8 @@ def encode_pairs(vocab, pairs, max_len=None, chunk=100_000):
     return ParallelData(TokenArray.from_lists(src), TokenArray.from_lists(tgt)), dropped
 
 
-def token_batches(src_lengths, tgt_lengths, max_tokens, seed=0, epoch=0):
+def token_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int,
+                  seed: int = 0, epoch: int = 0) -> list[np.ndarray]:
     """Batches (arrays of example indices) with at most max_tokens padded tokens on
     either side."""
     n = len(src_lengths)
@@ -280,7 +286,9 @@ def token_batches(src_lengths, tgt_lengths, max_tokens, seed=0, epoch=0):
     return [batches[j] for j in rng.permutation(len(batches))]
 
 
-def collate(data, indices, pad_id=PAD, vocab_size=None):
+def collate(data: ParallelData, indices: np.ndarray | list[int], pad_id: int = PAD,
+            vocab_size: int | None = None
+           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Example indices -> (src [B, S] with EOS, tgt_in [B, T] starting with BOS,
     tgt_out [B, T] ending with EOS).
 
@@ -320,25 +328,25 @@ class BatchStream:
     """Token-count batches of a ParallelData, epoch after epoch, in an order fixed by
     (seed, epoch)."""
 
-    def __init__(self, data, max_tokens, seed=0):
+    def __init__(self, data: ParallelData, max_tokens: int, seed: int = 0):
         self.data, self.max_tokens, self.seed = data, max_tokens, seed
         self.src_len = data.src.lengths() + 1      # + EOS
         self.tgt_len = data.tgt.lengths() + 1      # + BOS (input) / EOS (output)
         self.epoch, self.position = 0, 0
         self._batches = None
 
-    def batches(self, epoch):
+    def batches(self, epoch: int) -> list[np.ndarray]:
         if self._batches is None or self._batches[0] != epoch:
             self._batches = (epoch, token_batches(self.src_len, self.tgt_len,
                                                   self.max_tokens, self.seed, epoch))
         return self._batches[1]
 
-    def next_batch(self):
+    def next_batch(self) -> np.ndarray:
         """The next batch (an array of example indices), crossing into the next epoch if
         needed."""
         return self.next_group(1)[0]
 
-    def next_group(self, count):
+    def next_group(self, count: int) -> list[np.ndarray]:
         """The next `count` batches as lists of example indices (crossing into the next
         epoch if needed)."""
         group = []
@@ -351,11 +359,11 @@ class BatchStream:
             self.position += 1
         return group
 
-    def state_dict(self):
+    def state_dict(self) -> dict:
         return {"epoch": self.epoch, "position": self.position, "seed": self.seed,
                 "max_tokens": self.max_tokens}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict) -> None:
         if (state["seed"], state["max_tokens"]) != (self.seed, self.max_tokens):
             raise ValueError(
                 f"the checkpoint's data order was made with seed={state['seed']} and "
@@ -365,7 +373,8 @@ class BatchStream:
         self.epoch, self.position = state["epoch"], state["position"]
 
 
-def split_batch(indices, sizes, max_tokens, parts_multiple=1):
+def split_batch(indices: np.ndarray, sizes: np.ndarray, max_tokens: int,
+                parts_multiple: int = 1) -> list[np.ndarray]:
     """Cut one step's batch into micro-batches of at most max_tokens padded tokens each.
 
     indices: example indices; sizes: padded length of every example (indexed by
@@ -390,7 +399,8 @@ def split_batch(indices, sizes, max_tokens, parts_multiple=1):
         k += parts_multiple
 
 
-def accumulation_steps(tokens_per_step, max_tokens, world_size=1):
+def accumulation_steps(tokens_per_step: int, max_tokens: int, world_size: int = 1
+                      ) -> int:
     """Micro-batches each device accumulates per optimizer step to reach
     ~tokens_per_step tokens."""
     return max(1, math.ceil(tokens_per_step / (max_tokens * world_size)))

@@ -8,12 +8,14 @@ __all__ = [
 ]
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
 
-def next_token_logits(model, prefix, memory, src, cache=None):
+def next_token_logits(model: torch.nn.Module, prefix: torch.Tensor,
+                      memory: torch.Tensor, src: torch.Tensor, cache: dict | None = None
+                     ) -> torch.Tensor:
     """Logits [B, V] for the token after `prefix` [B, t]; with a cache dict, only
     prefix[:, -1:] is fed."""
     if cache is None:
@@ -23,14 +25,17 @@ def next_token_logits(model, prefix, memory, src, cache=None):
     return model.generator(states[:, -1])
 
 
-def output_limits(src, pad_id, max_extra, max_len):
+def output_limits(src: torch.Tensor, pad_id: int, max_extra: int, max_len: int
+                 ) -> torch.Tensor:
     """Per-sentence maximum output length: input length + max_extra, within the
     positional table."""
     return ((src != pad_id).sum(dim=1) + max_extra).clamp(max=max_len - 1)
 
 
 @torch.no_grad()
-def simple_greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=True):
+def simple_greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
+                         eos_id: int, max_extra: int = 50, use_cache: bool = True
+                        ) -> torch.Tensor:
     """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding
     after each sentence).
     The readable version; greedy_decode (below) gives the same output faster."""
@@ -54,12 +59,14 @@ def simple_greedy_decode(model, src, bos_id, eos_id, max_extra=50, use_cache=Tru
     return ys[:, 1:]
 
 
-def length_penalty(length, alpha):
+def length_penalty(length: int | float | torch.Tensor, alpha: float
+                  ) -> float | torch.Tensor:
     """Wu et al. (2016): ((5 + length) / 6) ** alpha."""
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def reorder_cache(cache, rows, memory_rows=None):
+def reorder_cache(cache: dict, rows: torch.Tensor,
+                  memory_rows: torch.Tensor | None = None) -> None:
     """Select `rows` of every self-attention key/value in a decoding cache (after the
     beam moved).
 
@@ -81,8 +88,11 @@ def reorder_cache(cache, rows, memory_rows=None):
 
 
 @torch.no_grad()
-def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_extra=50,
-                       use_cache=True, trace=None, nbest=None):
+def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
+                       eos_id: int, beam_size: int = 4, alpha: float = 0.6,
+                       max_extra: int = 50, use_cache: bool = True,
+                       trace: list | None = None, nbest: int | None = None
+                      ) -> torch.Tensor | list[list[tuple[float, list[int]]]]:
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
     (no <s>; </s> then padding), ranked by log-probability / length_penalty.
     The readable version; beam_search (below) gives the same output faster.
@@ -162,7 +172,8 @@ def simple_beam_search(model, src, bos_id, eos_id, beam_size=4, alpha=0.6, max_e
 
 
 @torch.no_grad()
-def sequence_logprob(model, src, out, bos_id, eos_id):
+def sequence_logprob(model: torch.nn.Module, src: torch.Tensor, out: torch.Tensor,
+                     bos_id: int, eos_id: int) -> torch.Tensor:
     """log P(out | src) under the model, per sentence; `out` as returned by the
     decoders. Scored without dropout; the model's mode is restored afterwards."""
     pad = model.cfg.pad_id
@@ -179,7 +190,7 @@ def sequence_logprob(model, src, out, bos_id, eos_id):
 
 
 @contextlib.contextmanager
-def decoding(model):
+def decoding(model: torch.nn.Module) -> Iterator[None]:
     """Evaluation mode while decoding; the training mode and the id-range check are
     restored afterwards.
 

@@ -12,15 +12,17 @@ import argparse
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from transformer.checkpoint import CheckpointError, load_model, save_model
 from transformer.data import EOS, Vocab
 from transformer.evaluate import (check_search, check_writable, fit_lengths,
                                   length_batches, positive_int)
+from transformer.model import Transformer, TransformerConfig
 
 
-def refuse_unconvertible(cfg):
+def refuse_unconvertible(cfg: TransformerConfig) -> None:
     """Raise ValueError naming every part of `cfg` that CTranslate2's Transformer
     cannot express."""
     reasons = []
@@ -56,7 +58,7 @@ def _attention(spec, attn, self_attention):
     _linear(spec.linear[-1], attn.out_proj.weight, attn.out_proj.bias)
 
 
-def ctranslate2_spec(model, vocab):
+def ctranslate2_spec(model: Transformer, vocab: Vocab) -> object:
     """A ctranslate2 TransformerSpec holding `model`'s weights and `vocab`'s pieces."""
     import ctranslate2
     cfg = model.cfg
@@ -103,7 +105,9 @@ def ctranslate2_spec(model, vocab):
     return spec
 
 
-def export_ctranslate2(run_dir, out_dir, average_last=None, quantization=None):
+def export_ctranslate2(run_dir: str | Path, out_dir: str | Path,
+                       average_last: int | None = None, quantization: str | None = None
+                      ) -> list[str]:
     """Write a CTranslate2 model of run_dir's last `average_last` checkpoints
     (averaged; by default as many as its profile averages), or of a model file written
     by checkpoint.save_model, into out_dir: a new or empty folder, or an earlier
@@ -144,7 +148,7 @@ EXPORT_FILES = ("model.bin", "positions.json", "vocab.model", "config.json",
                 "target_vocabulary.json")
 
 
-def check_export_folder(out_dir):
+def check_export_folder(out_dir: str | Path) -> None:
     """Refuse to write into a folder that holds anything but an earlier export (a run
     folder's vocab.model, say, must never be replaced)."""
     out_dir = Path(out_dir)
@@ -171,7 +175,8 @@ class CTranslate2Model:
     """A converted model and its vocabulary: translate() takes and returns raw text,
     like evaluate.translate."""
 
-    def __init__(self, model_dir, threads=1, compute_type="default"):
+    def __init__(self, model_dir: str | Path, threads: int = 1,
+                 compute_type: str = "default"):
         import ctranslate2
         model_dir = Path(model_dir)
         if not (model_dir / "model.bin").exists():
@@ -184,7 +189,9 @@ class CTranslate2Model:
                                                  compute_type=compute_type,
                                                  inter_threads=1, intra_threads=threads)
 
-    def translate_ids(self, sources, beam_size=4, alpha=0.6, max_extra=50, nbest=None):
+    def translate_ids(self, sources: list[list[int]], beam_size: int = 4,
+                      alpha: float = 0.6, max_extra: int = 50, nbest: int | None = None
+                     ) -> list[list[int]] | list[list[tuple[list[int], float]]]:
         """Source id lists (without </s>) -> output id lists (without </s>), decoded as
         one batch; with nbest, each source's nbest (ids, score) pairs, best first.
         As for our decoders, the output limit is input length + max_extra, here the
@@ -204,8 +211,10 @@ class CTranslate2Model:
                     for r in results]
         return [ids(r.hypotheses[0]) for r in results]
 
-    def translate(self, sentences, beam_size=4, alpha=0.6, max_extra=50,
-                  batch_tokens=20000, too_long="error", nbest=None):
+    def translate(self, sentences: str | Iterable[str], beam_size: int = 4,
+                  alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 20000,
+                  too_long: str = "error", nbest: int | None = None
+                 ) -> str | list[str] | list[list[tuple[str, float]]]:
         """Raw sentences -> raw translations, batched by length as evaluate.translate
         does, with its rules for blank and over-long sentences (and, with nbest, lists
         of (translation, score), the score normalised as the engine ranks). The engine

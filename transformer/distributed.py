@@ -15,6 +15,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from transformer.checkpoint import atomic_save
 from transformer.corpora import load_split
 from transformer.data import (ParallelData, TokenArray, Vocab, atomic_file, clean_pairs,
                               encode_pairs, train_bpe)
+from transformer.profiles import Profile
 
 
 @dataclass
@@ -34,11 +36,12 @@ class Runtime:
     device: torch.device = torch.device("cpu")
 
     @property
-    def main(self):
+    def main(self) -> bool:
         return self.rank == 0
 
 
-def resolve_device(name, local_rank=0, cuda_available=None):
+def resolve_device(name: str | None, local_rank: int = 0,
+                   cuda_available: bool | None = None) -> torch.device:
     """'cpu', 'cuda' (this process's GPU), 'cuda:3' or None (the local GPU if there is
     one) -> torch.device."""
     cuda_available = (torch.cuda.is_available() if cuda_available is None
@@ -60,7 +63,7 @@ def resolve_device(name, local_rank=0, cuda_available=None):
     return device
 
 
-def keep_freed_memory():
+def keep_freed_memory() -> bool:
     """Keep freed memory inside the process instead of handing it back to the system
     (glibc only: no mmap for large blocks, no trimming of the heap). A CPU training
     step frees and allocates the same large activations every step; memory handed
@@ -74,7 +77,7 @@ def keep_freed_memory():
     return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
 
 
-def runtime_from_env(device=None):
+def runtime_from_env(device: str | None = None) -> Runtime:
     """Rank, world size and device of this process, from torchrun's environment (no
     communication yet)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -92,7 +95,7 @@ def runtime_from_env(device=None):
 DIST_TIMEOUT = None
 
 
-def init_distributed(rt):
+def init_distributed(rt: Runtime) -> None:
     """Join the process group (a no-op for one process)."""
     if rt.world > 1 and not dist.is_initialized():
         kwargs = {} if DIST_TIMEOUT is None else {"timeout": DIST_TIMEOUT}
@@ -100,12 +103,12 @@ def init_distributed(rt):
                                 **kwargs)
 
 
-def barrier(rt):
+def barrier(rt: Runtime) -> None:
     if rt.world > 1:
         dist.barrier()
 
 
-def stop_now(rt, local_decision):
+def stop_now(rt: Runtime, local_decision: bool) -> bool:
     """The main process's time-budget decision, shared so that all processes stop after
     the same step."""
     if rt.world == 1:
@@ -131,7 +134,7 @@ class StopRequest:
                 self.previous[sig] = signal.signal(sig, self.handle)
         return self
 
-    def handle(self, signum, frame):
+    def handle(self, signum: int, frame: object) -> None:
         if not self.looping or self.signal is not None:
             if signum == signal.SIGINT:
                 raise KeyboardInterrupt
@@ -150,11 +153,11 @@ DATA_FIELDS = ("corpus", "vocab_size", "max_len", "clean_ratio", "train_pairs",
 # what a field was before it existed, for run folders made before it
 DATA_FIELD_DEFAULTS = {"whole_target_words": False}
 
-def data_manifest(profile):
+def data_manifest(profile: Profile) -> dict:
     return {key: getattr(profile, key) for key in DATA_FIELDS}
 
 
-def check_run_data(profile, out_dir):
+def check_run_data(profile: Profile, out_dir: str | Path) -> None:
     """Refuse a profile whose data fields differ from the ones the run folder's data was
     made with."""
     path = Path(out_dir) / "data.json"
@@ -171,7 +174,10 @@ def check_run_data(profile, out_dir):
                          f"new --out folder instead.")
 
 
-def prepare_data(profile, out_dir, rt, data_root=None, log=print, poll_seconds=1.0):
+def prepare_data(profile: Profile, out_dir: str | Path, rt: Runtime,
+                 data_root: str | Path | None = None,
+                 log: Callable[[str], None] = print, poll_seconds: float = 1.0
+                ) -> tuple[Vocab, ParallelData, ParallelData]:
     """Vocab, encoded training data and encoded dev data of a profile, cached in
     out_dir."""
     out_dir = Path(out_dir)

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 
-def check_ids(ids, vocab_size, name="ids"):
+def check_ids(ids: torch.Tensor, vocab_size: int, name: str = "ids") -> None:
     """Raise a clear error unless `ids` is an integer tensor with values in
     [0, vocab_size).
 
@@ -36,13 +36,13 @@ def check_ids(ids, vocab_size, name="ids"):
 class Embeddings(nn.Module):
     """Token ids [B, n] -> vectors [B, n, d_model], scaled by sqrt(d_model)."""
 
-    def __init__(self, vocab_size, d_model):
+    def __init__(self, vocab_size: int, d_model: int):
         super().__init__()
         self.lut = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.lut.weight, mean=0.0, std=d_model ** -0.5)
         self.vocab_size, self.scale = vocab_size, math.sqrt(d_model)
 
-    def forward(self, ids, validate=True):
+    def forward(self, ids: torch.Tensor, validate: bool = True) -> torch.Tensor:
         """Token ids [B, L] -> their vectors times sqrt(d_model), [B, L, d_model] (ids
         outside the vocabulary are an error unless validate=False)."""
         if validate:
@@ -54,20 +54,20 @@ class OutputProjection(nn.Module):
     """The pre-softmax linear map: [B, T, d_model] -> logits [B, T, V]
     (no softmax, no bias)."""
 
-    def __init__(self, d_model, vocab_size):
+    def __init__(self, d_model: int, vocab_size: int):
         super().__init__()
         self.proj = nn.Linear(d_model, vocab_size, bias=False)
         # same initialisation as the embeddings, so that tied and untied models
         # start alike
         nn.init.normal_(self.proj.weight, mean=0.0, std=d_model ** -0.5)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Decoder states [B, T, d_model] -> logits over the vocabulary [B, T, V] (no
         softmax)."""
         return self.proj(x)
 
 
-def tie_weights(*modules):
+def tie_weights(*modules: nn.Module) -> nn.Parameter:
     """Make every Embeddings / OutputProjection in `modules` use the first one's
     weight matrix."""
     def weight_holder(m):

@@ -32,7 +32,8 @@ from transformer.distributed import resolve_device
 from transformer.model import Transformer
 
 
-def length_batches(lengths, beam_size, max_extra, batch_tokens):
+def length_batches(lengths: list[int], beam_size: int, max_extra: int, batch_tokens: int
+                  ) -> list[list[int]]:
     """Sentence indices grouped by length: each group fits (sentences x beam x longest
     possible output) <= batch_tokens, or holds a single sentence."""
     batches, current = [], []
@@ -162,7 +163,7 @@ def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
     return out
 
 
-def check_parallel(hyps, refs):
+def check_parallel(hyps: list[str], refs: list[str]) -> None:
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references: "
                          "they must be line-aligned")
@@ -170,7 +171,8 @@ def check_parallel(hyps, refs):
         raise ValueError("no sentences to score")
 
 
-def sacre_bleu(hyps, refs, lowercase=False):
+def sacre_bleu(hyps: Iterable[str], refs: Iterable[str], lowercase: bool = False
+              ) -> tuple[float, str]:
     """sacreBLEU on detokenised text: (score, signature). `lowercase` ignores case
     (signature case:lc)."""
     import sacrebleu
@@ -180,13 +182,13 @@ def sacre_bleu(hyps, refs, lowercase=False):
     return score.score, str(metric.get_signature())
 
 
-def split_compounds(text):
+def split_compounds(text: str) -> str:
     """'Test-Fall' -> 'Test ##AT##-##AT## Fall', as tensor2tensor's get_ende_bleu.sh
     does."""
     return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", text)
 
 
-def tokenized_bleu(hyps, refs):
+def tokenized_bleu(hyps: Iterable[str], refs: Iterable[str]) -> tuple[float, str]:
     """BLEU on 13a-tokenised text with compound splitting (tensor2tensor's style):
     (score, description)."""
     import sacrebleu
@@ -201,7 +203,8 @@ def tokenized_bleu(hyps, refs):
 
 
 @torch.no_grad()
-def attention_maps(model, src, tgt_in):
+def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor
+                  ) -> dict[str, torch.Tensor]:
     """Every head's weights in one teacher-forced pass over src [1, S] and
     tgt_in [1, T]:
     {"encoder": [N, h, S, S], "decoder": [N, h, T, T], "cross": [N, h, T, S]}."""
@@ -226,7 +229,7 @@ def attention_maps(model, src, tgt_in):
             handle.remove()
 
 
-def positive_int(text):
+def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
     try:
         value = int(text)
@@ -238,7 +241,7 @@ def positive_int(text):
     return value
 
 
-def length_penalty_alpha(text):
+def length_penalty_alpha(text: str) -> float:
     """An argparse type: the length penalty's exponent, a finite number >= 0."""
     try:
         value = float(text)
@@ -250,7 +253,7 @@ def length_penalty_alpha(text):
     return value
 
 
-def check_writable(path, reads=()):
+def check_writable(path: str | Path, reads: Iterable[str | Path] = ()) -> None:
     """Refuse an output file that cannot be written, or that is one of the files the
     command reads (`reads`: writing it would empty the input), before any long work."""
     path = Path(path)
@@ -271,7 +274,7 @@ def check_writable(path, reads=()):
                              f"another output file")
 
 
-def write_lines(lines, path):
+def write_lines(lines: Iterable[str], path: str | Path) -> None:
     """Write lines to a text file whole or not at all: into a temporary file beside it,
     renamed over `path` at the end (an existing file survives any failure)."""
     with atomic_file(path) as tmp:
@@ -330,12 +333,13 @@ EXAMPLES = """examples:
 The metrics are printed as JSON on standard output, a summary on standard error."""
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m transformer.evaluate", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
-    parser.add_argument("run_dir", help="a training run folder, or a model file "
-                                        "written by save_model")
+    parser.add_argument("run_dir", metavar="MODEL",
+                        help="a training run folder, or a model file (save_model's, "
+                             "or one training checkpoint)")
     parser.add_argument("--split",
                         help="the split of the run's corpus to score (default test)")
     parser.add_argument("--src", help="score on this source file instead of a split "

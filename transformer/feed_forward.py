@@ -13,12 +13,12 @@ from torch import nn
 class PositionwiseFeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position independently."""
 
-    def __init__(self, d_model, d_ff):
+    def __init__(self, d_model: int, d_ff: int):
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         """max(0, x W1 + b1) W2 + b2 at every position: [B, L, d_model] -> [B, L,
         d_model]."""
         return self.w_2(torch.relu(self.w_1(x)))

@@ -11,19 +11,29 @@ __all__ = [
 
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+if TYPE_CHECKING:           # for type checkers only: chapter 3.6 defines it
+    from transformer.model import TransformerConfig
 
 
-def chapter_of(module):
+def chapter_of(module: nn.Module) -> str | None:
     """The book chapter that builds `module`: its package module's docstring names the
     paper section."""
     return re.search(r"section (\d\.\d)",
                      sys.modules[type(module).__module__].__doc__).group(1)
 
 
-def sublayer_modules(layer):
+def sublayer_modules(layer: nn.Module) -> list[tuple[str, nn.Module]]:
     """The sublayer functions of a layer, in the order its forward() wraps them."""
     return [(name, m) for name, m in layer.named_children() if name != "sublayers"]
 
@@ -47,7 +57,8 @@ FLOW = dict(color="#222222", lw=1.3)
 MEMORY, RESIDUAL = "#1f4e79", "#666666"
 
 
-def arrow(ax, *points, color=FLOW["color"], lw=FLOW["lw"], head=True):
+def arrow(ax: Axes, *points: tuple[float, float], color: str = FLOW["color"],
+          lw: float = FLOW["lw"], head: bool = True) -> None:
     """A polyline through `points`, with an arrow head at the last point."""
     for (x0, y0), (x1, y1) in zip(points[:-2], points[1:-1]):
         ax.plot([x0, x1], [y0, y1], color=color, lw=lw, solid_capstyle="round",
@@ -57,14 +68,15 @@ def arrow(ax, *points, color=FLOW["color"], lw=FLOW["lw"], head=True):
                                  color=color, lw=lw, shrinkA=0, shrinkB=0, zorder=2))
 
 
-def qkv(ax, x, y, letter, color="#222222"):
+def qkv(ax: Axes, x: float, y: float, letter: str, color: str = "#222222") -> None:
     """Name the input an arrow carries into an attention box: queries, keys or
     values."""
     ax.text(x + 0.06, y, letter, ha="left", va="center", fontsize=8.5, color=color,
             style="italic")
 
 
-def block(ax, x, y, h, label, chapter, drawn, kind, fontsize=10.5):
+def block(ax: Axes, x: float, y: float, h: float, label: str, chapter: str | None,
+          drawn: list, kind: str, fontsize: float = 10.5) -> float:
     """A rounded box centred on x with its bottom at y, coloured and tagged by
     chapter (and linked to it, where the figure has links)."""
     url = LINKS.get(chapter)
@@ -80,7 +92,8 @@ def block(ax, x, y, h, label, chapter, drawn, kind, fontsize=10.5):
     return y + h
 
 
-def draw_stack(ax, side, layer, x, y0, drawn):
+def draw_stack(ax: Axes, side: str, layer: nn.Module, x: float, y0: float, drawn: list
+              ) -> tuple[float, list]:
     """One layer of a stack, starting with the residual stream at (x, y0); returns the
     top y.
 
@@ -124,7 +137,9 @@ def draw_stack(ax, side, layer, x, y0, drawn):
     return y, entries
 
 
-def draw_transformer(cfg, model, figsize=(9, 11.4), links=None):
+def draw_transformer(cfg: "TransformerConfig | None", model: nn.Module | None,
+                     figsize: tuple[float, float] = (9, 11.4), links: bool | None = None
+                    ) -> tuple[Figure, list]:
     """The paper's Figure 1 drawn from a real model: its blocks, coloured and numbered
     by the chapter that builds them. links: {chapter: URL} makes each block a link (in
     SVG).

@@ -7,6 +7,9 @@ __all__ = [
     "SublayerConnection", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder",
 ]
 
+from collections.abc import Callable
+
+import torch
 from torch import nn
 
 
@@ -17,13 +20,15 @@ class SublayerConnection(nn.Module):
     Pre-norm (norm_first=True): x + Dropout(sublayer(LayerNorm(x))).
     """
 
-    def __init__(self, d_model, P_drop=0.1, norm_first=False, eps=1e-6):
+    def __init__(self, d_model: int, P_drop: float = 0.1, norm_first: bool = False,
+                 eps: float = 1e-6):
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(P_drop)
         self.norm_first = norm_first
 
-    def forward(self, x, sublayer):
+    def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]
+               ) -> torch.Tensor:
         """LayerNorm(x + Dropout(sublayer(x))) (post-norm, the paper's), or x +
         Dropout(sublayer(LayerNorm(x))) with norm_first."""
         if self.norm_first:
@@ -35,14 +40,14 @@ class EncoderLayer(nn.Module):
     """Self-attention then a position-wise feed-forward network, each as a residual
     sublayer."""
 
-    def __init__(self, d_model, self_attn, feed_forward, P_drop=0.1, norm_first=False,
-                 eps=1e-6):
+    def __init__(self, d_model: int, self_attn: nn.Module, feed_forward: nn.Module,
+                 P_drop: float = 0.1, norm_first: bool = False, eps: float = 1e-6):
         super().__init__()
         self.self_attn, self.feed_forward = self_attn, feed_forward
         self.sublayers = nn.ModuleList(
             SublayerConnection(d_model, P_drop, norm_first, eps) for _ in range(2))
 
-    def forward(self, x, mask):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """Self-attention, then the feed-forward network, each in its residual
         connection: [B, S, d_model] -> [B, S, d_model]; mask: [B, 1, S] padding mask."""
         x = self.sublayers[0](x, lambda x: self.self_attn(x, x, mask))
@@ -52,15 +57,17 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention, encoder-decoder attention, then a feed-forward network."""
 
-    def __init__(self, d_model, self_attn, cross_attn, feed_forward, P_drop=0.1,
-                 norm_first=False, eps=1e-6):
+    def __init__(self, d_model: int, self_attn: nn.Module, cross_attn: nn.Module,
+                 feed_forward: nn.Module, P_drop: float = 0.1, norm_first: bool = False,
+                 eps: float = 1e-6):
         super().__init__()
         self.self_attn, self.cross_attn, self.feed_forward = (
             self_attn, cross_attn, feed_forward)
         self.sublayers = nn.ModuleList(
             SublayerConnection(d_model, P_drop, norm_first, eps) for _ in range(3))
 
-    def forward(self, y, memory, src_mask, tgt_mask, cache=None):
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                tgt_mask: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
         """Masked self-attention over y [B, T, d_model], attention over the encoder's
         memory [B, S, d_model], then the feed-forward network. Returns [B, T,
         d_model]."""
@@ -79,12 +86,12 @@ class Encoder(nn.Module):
     """A stack of encoder layers (N = 6 in the paper); `norm` is the final LayerNorm of
     pre-norm models."""
 
-    def __init__(self, layers, norm=None):
+    def __init__(self, layers: list[nn.Module], norm: nn.Module | None = None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.norm = norm if norm is not None else nn.Identity()
 
-    def forward(self, x, mask):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """N encoder layers, then the final LayerNorm: [B, S, d_model] -> [B, S,
         d_model]."""
         for layer in self.layers:
@@ -95,12 +102,13 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """A stack of decoder layers, each attending to the same encoder output `memory`."""
 
-    def __init__(self, layers, norm=None):
+    def __init__(self, layers: list[nn.Module], norm: nn.Module | None = None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.norm = norm if norm is not None else nn.Identity()
 
-    def forward(self, y, memory, src_mask, tgt_mask, cache=None):
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                tgt_mask: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
         """N decoder layers over y [B, T, d_model] with the encoder's memory, then the
         final LayerNorm. Returns [B, T, d_model]."""
         for i, layer in enumerate(self.layers):

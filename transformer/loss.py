@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 
-def label_smoothed_nll(logits, target, eps_ls, pad_id):
+def label_smoothed_nll(logits: torch.Tensor, target: torch.Tensor, eps_ls: float,
+                       pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """logits [..., V] and target ids [...] -> (smoothed loss sum, NLL sum, number of
     non-pad tokens).
 

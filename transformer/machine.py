@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 
-def cpu_name():
+def cpu_name() -> str:
     """The processor's model name (from /proc/cpuinfo on Linux; platform.processor() is
     often empty there), else what platform knows."""
     try:
@@ -26,7 +26,7 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
-def cpu_has_bf16():
+def cpu_has_bf16() -> bool:
     """Whether the CPU multiplies bfloat16 numbers natively (x86: AVX512-BF16 or AMX;
     ARM: the bf16 feature). Elsewhere bfloat16 is emulated, and slower than float32."""
     try:
@@ -38,7 +38,7 @@ def cpu_has_bf16():
     return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
-def hardware():
+def hardware() -> dict:
     """The machine, for a results record: CPU, cores, torch threads and version, the
     CPU kernels torch runs (AVX2, AVX512, DEFAULT...: they round differently), and the
     GPU if one is used."""

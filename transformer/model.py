@@ -72,7 +72,7 @@ class TransformerConfig:
             raise ValueError(f"pad_id must be a token id (>= 0), got {self.pad_id}")
 
     @classmethod
-    def preset(cls, name, **overrides):
+    def preset(cls, name: str, **overrides: object) -> "TransformerConfig":
         """A named configuration ('base', 'big', a Table 3 row such as 'A1' or 'C4',
         'small', 'tiny').
 
@@ -91,7 +91,7 @@ class TransformerConfig:
         return cls(**fields)
 
     @staticmethod
-    def presets():
+    def presets() -> list[str]:
         """Names of all presets, in Table 3 order."""
         return list(PRESETS)
 
@@ -134,7 +134,7 @@ PRESETS = {
 }
 
 
-def check_batch(ids, name):
+def check_batch(ids: torch.Tensor, name: str) -> None:
     """ids must be a [batch, length] tensor of integer token ids."""
     check_ids(ids, None, name)
     if ids.dim() != 2:
@@ -214,7 +214,8 @@ class Transformer(nn.Module):
         logits [B, T, V]."""
         return self.generator(self.decoder_states(tgt_in, memory, src, cache))
 
-    def decoder_states(self, tgt_in, memory, src, cache=None):
+    def decoder_states(self, tgt_in: torch.Tensor, memory: torch.Tensor,
+                       src: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
         """The decoder stack's output [B, T, d_model], before the output projection.
 
         cache: None to decode the whole prefix tgt_in at once (training), or a dict
@@ -257,6 +258,6 @@ class Transformer(nn.Module):
                              f"got {src.size(0)} and {tgt_in.size(0)}")
         return self.decode(tgt_in, self.encode(src), src)
 
-    def num_parameters(self):
+    def num_parameters(self) -> int:
         """Number of distinct parameters (a shared matrix counts once)."""
         return sum(p.numel() for p in self.parameters())

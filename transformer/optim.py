@@ -10,14 +10,17 @@ __all__ = [
 import torch
 
 
-def rate(step, d_model, warmup_steps=4000, factor=1.0):
+def rate(step: int, d_model: int, warmup_steps: int = 4000, factor: float = 1.0
+        ) -> float:
     """Equation (3): the learning rate at training step `step` (counted from 1)."""
     step = max(step, 1)
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
 
 
-def build_optimizer(model, d_model, warmup_steps=4000, factor=1.0, betas=(0.9, 0.98),
-                    eps=1e-9, fused=None):
+def build_optimizer(model: torch.nn.Module, d_model: int, warmup_steps: int = 4000,
+                    factor: float = 1.0, betas: tuple[float, float] = (0.9, 0.98),
+                    eps: float = 1e-9, fused: bool | None = None
+                   ) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
     """Adam(0.9, 0.98, 1e-9) and a scheduler that sets equation (3)'s rate
     before every step.
 

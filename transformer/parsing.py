@@ -13,6 +13,7 @@ __all__ = [
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from nltk.grammar import Nonterminal
 from nltk.tree import Tree
 
 from transformer.corpora import DATA_ENV, data_dir
-from transformer.data import EOS, atomic_file
+from transformer.data import EOS, Vocab, atomic_file
 
 
 class MalformedTree(ValueError):
@@ -29,7 +30,7 @@ class MalformedTree(ValueError):
     words."""
 
 
-def linearize(tree):
+def linearize(tree: Tree) -> tuple[list[str], list[str]]:
     """A tree -> (its words, its tokens): '(LABEL' opens, ')LABEL' closes, and each
     word is 'XX'."""
     words, tokens = [], []
@@ -48,7 +49,7 @@ def linearize(tree):
     return words, tokens
 
 
-def delinearize(tokens, words, tag="XX"):
+def delinearize(tokens: list[str], words: list[str], tag: str = "XX") -> Tree:
     """The tree that `tokens` describe over `words` (preterminals labelled `tag`);
     MalformedTree if none."""
     stack, used = [("", [])], 0
@@ -85,7 +86,7 @@ def delinearize(tokens, words, tag="XX"):
 PTB_SAMPLE = "ptb-sample"      # NLTK's 5% WSJ sample, under the data folder
 
 
-def treebank_dir(path=None):
+def treebank_dir(path: str | Path | None = None) -> Path:
     """Where the .mrg files are: `path`, else DATA/ptb-sample, else NLTK's downloaded
     treebank."""
     if path is not None:
@@ -103,13 +104,13 @@ def treebank_dir(path=None):
             "`python -m nltk.downloader treebank`") from None
 
 
-def base_label(label):
+def base_label(label: str) -> str:
     """'NP-SBJ-1' -> 'NP', 'S=2' -> 'S'; tags that start with '-' (-NONE-, -LRB-) are
     kept whole."""
     return label if label.startswith("-") else re.split(r"[-=]", label)[0]
 
 
-def clean_tree(tree):
+def clean_tree(tree: Tree) -> Tree | None:
     """Remove empty elements (-NONE-) and constituents left without words; strip
     function tags. None if empty."""
     if isinstance(tree[0], str):                        # a preterminal: (TAG word)
@@ -118,13 +119,13 @@ def clean_tree(tree):
     return Tree(base_label(tree.label()), children) if children else None
 
 
-def wsj_number(fileid):
+def wsj_number(fileid: str) -> int:
     """The file number NNNN of '.../wsj_NNNN.mrg'; its first two digits are the WSJ
     section."""
     return int(re.search(r"wsj_(\d{4})", fileid).group(1))
 
 
-def file_split(fileid, full_treebank):
+def file_split(fileid: str, full_treebank: bool) -> str | None:
     """'train', 'dev', 'test' or None for a WSJ file: sections 02-21/22/23 of a full
     treebank, else the sample's split."""
     number = wsj_number(fileid)
@@ -135,7 +136,7 @@ def file_split(fileid, full_treebank):
     return "test" if number >= 180 else "dev" if number >= 160 else "train"
 
 
-def is_tree(tree):
+def is_tree(tree: object) -> bool:
     """Whether every node is a Tree whose children are either one word or Trees."""
     if not isinstance(tree, Tree) or len(tree) == 0:
         return False
@@ -144,7 +145,7 @@ def is_tree(tree):
     return all(is_tree(child) for child in tree)
 
 
-def read_treebank(path=None):
+def read_treebank(path: str | Path | None = None) -> dict[str, list[Tree]]:
     """{'train'|'dev'|'test': [cleaned Tree, ...]} from the .mrg files under `path`
     (see treebank_dir)."""
     import nltk
@@ -181,7 +182,7 @@ def read_treebank(path=None):
     return splits
 
 
-def repair(tokens, n_words):
+def repair(tokens: list[str], n_words: int) -> list[str] | None:
     """Make predicted tokens well formed over n_words words; returns tokens, or None
     with no bracket at all."""
     # nodes: finished top-level trees, as token lists
@@ -229,7 +230,7 @@ def repair(tokens, n_words):
     return ["(" + label] + [t for node in nodes for t in node] + [")" + label]
 
 
-def parse_output(tokens, words):
+def parse_output(tokens: list[str], words: list[str]) -> tuple[Tree | None, str]:
     """(tree or None, status): status is 'well-formed', 'repaired' or 'empty'."""
     try:
         return delinearize(tokens, words), "well-formed"
@@ -248,7 +249,7 @@ IGNORED_LABELS = {"TOP", "ROOT", "", "-NONE-"}
 EQUAL_LABELS = {"PRT": "ADVP"}
 
 
-def brackets(tree):
+def brackets(tree: Tree) -> Counter:
     """The labelled spans (label, start, end) that evalb's COLLINS.prm scores, as a
     Counter."""
     spans = Counter()
@@ -268,7 +269,7 @@ def brackets(tree):
     return spans
 
 
-def with_tags(tree, tags):
+def with_tags(tree: Tree, tags: list[str]) -> Tree:
     """The tree with its preterminals relabelled by `tags`, in order (the gold tags,
     for scoring)."""
     tags = iter(tags)
@@ -281,7 +282,8 @@ def with_tags(tree, tags):
     return walk(tree)
 
 
-def bracket_scores(gold_trees, predicted_trees):
+def bracket_scores(gold_trees: list[Tree], predicted_trees: list[Tree | None]
+                  ) -> dict[str, float]:
     """Corpus-level labelled precision, recall and F1 (in %), evalb style; a None
     prediction is an empty tree."""
     if len(gold_trees) != len(predicted_trees):
@@ -307,7 +309,8 @@ def bracket_scores(gold_trees, predicted_trees):
             "exact_match": 100 * exact / len(gold_trees), "sentences": len(gold_trees)}
 
 
-def prepare_ptb(dest_root, treebank=None, splits=None):
+def prepare_ptb(dest_root: str | Path, treebank: str | Path | None = None,
+                splits: dict[str, list[Tree]] | None = None) -> dict[str, int]:
     """Write dest_root/ptb/{train,dev,test}.{words,tree}: sentences and their
     linearised trees. Returns counts.
 
@@ -333,7 +336,7 @@ class TreeConstraint:
     `max_extra` must be the decoders' own: a bracket opens only if the tree can still
     be closed within n_words + max_extra tokens, which the decoders always allow."""
 
-    def __init__(self, vocab, max_extra, max_open_run=12):
+    def __init__(self, vocab: Vocab, max_extra: int, max_open_run: int = 12):
         pieces = {vocab.sp.id_to_piece(i): i for i in range(len(vocab))}
         # sentencepiece marks a word start with U+2581: whole tree symbols carry it
         whole = {p[1:]: i for p, i in pieces.items() if p.startswith("\u2581")}
@@ -352,13 +355,14 @@ class TreeConstraint:
             self.is_open[o], self.is_close[c], self.close_of[o] = True, True, c
         self.open_ids = self.is_open.nonzero().flatten()
 
-    def for_sentences(self, sentences):
+    def for_sentences(self, sentences: list[str]
+                     ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
         """The `allowed` of a batch of source sentences (words separated by spaces)."""
         n_words = torch.tensor([len(s.split()) for s in sentences])
         return lambda prefix, rows: self.allowed(prefix,
                                                  n_words.to(prefix.device)[rows])
 
-    def allowed(self, prefix, n_words):
+    def allowed(self, prefix: torch.Tensor, n_words: torch.Tensor) -> torch.Tensor:
         """prefix [R, 1 + t] (starting with <s>), n_words [R] -> bool [R, V]."""
         tok = prefix[:, 1:]
         (R, t), dev = tok.shape, prefix.device
@@ -395,12 +399,13 @@ class TreeConstraint:
         return mask
 
 
-def flat_tree(tagged, label="S"):
+def flat_tree(tagged: list[tuple[str, str]], label: str = "S") -> Tree:
     """The floor that knows nothing: one constituent over the whole sentence."""
     return Tree(label, [Tree(tag, [word]) for word, tag in tagged])
 
 
-def right_branching_tree(tagged, label="S", inner="NP"):
+def right_branching_tree(tagged: list[tuple[str, str]], label: str = "S",
+                         inner: str = "NP") -> Tree:
     """English's other floor: each word opens a constituent that runs to the end of the
     sentence (the root labelled `label`, the rest `inner`)."""
     tree = Tree(inner if len(tagged) > 1 else label,
@@ -411,7 +416,7 @@ def right_branching_tree(tagged, label="S", inner="NP"):
     return tree
 
 
-def grammar_tree(tree, horizontal=1, vertical=1):
+def grammar_tree(tree: Tree, horizontal: int = 1, vertical: int = 1) -> Tree:
     """A copy of `tree` as a PCFG sees it: its words replaced by their tags, unary
     chains collapsed (S+VP), and binarised with `horizontal` siblings and `vertical` - 1
     ancestors kept in the new labels (NLTK's Markov factorisation)."""
@@ -428,7 +433,7 @@ class PCFG:
     Viterbi parse of a tag sequence by CKY (every rule's log-probability at once, with
     numpy, for each span)."""
 
-    def __init__(self, trees, horizontal=1, vertical=1):
+    def __init__(self, trees: list[Tree], horizontal: int = 1, vertical: int = 1):
         self.horizontal, self.vertical = horizontal, vertical
         counts, words, roots = Counter(), Counter(), Counter()
         for tree in trees:
@@ -471,7 +476,7 @@ class PCFG:
         rules = order[firsts]
         return lhs[rules].astype(int), scores[rules], rules
 
-    def parse(self, tags):
+    def parse(self, tags: list[str]) -> Tree | None:
         """The most probable tree over `tags` (its leaves are the tags), or None when
         the grammar cannot derive them."""
         n, S = len(tags), len(self.symbols)
@@ -526,7 +531,7 @@ class PCFG:
         return Tree(label, [self._tree(back, i, k, b), self._tree(back, k, j, c)])
 
 
-def pcfg_parse(grammar, tagged):
+def pcfg_parse(grammar: "PCFG", tagged: list[tuple[str, str]]) -> tuple[Tree, bool]:
     """A PCFG's parse of a tagged sentence as a treebank tree over its words; the flat
     tree where the grammar derives no tree (returned with found=False)."""
     parsed = grammar.parse([tag for _, tag in tagged])
@@ -538,7 +543,7 @@ def pcfg_parse(grammar, tagged):
         parsed[position] = next(words)
     return parsed, True
 
-def train_tagger(trees, seed=1):
+def train_tagger(trees: list[Tree], seed: int = 1) -> object:
     """A part-of-speech tagger learned from the training trees alone (NLTK's averaged
     perceptron), for parsing sentences whose tags are not given."""
     import random

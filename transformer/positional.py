@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 
-def sinusoidal_table(max_len, d_model):
+def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     """The paper's PE matrix [max_len, d_model]:
     sin on even dimensions, cos on odd ones."""
     if d_model % 2:
@@ -28,7 +28,7 @@ def sinusoidal_table(max_len, d_model):
     return pe.float()
 
 
-def check_length(length, start, max_len):
+def check_length(length: int, start: int, max_len: int) -> None:
     if start + length > max_len:
         raise ValueError(f"sequence of length {start + length} is longer than the "
                          f"positional table (max_len={max_len}); "
@@ -38,12 +38,12 @@ def check_length(length, start, max_len):
 class SinusoidalPositionalEncoding(nn.Module):
     """x [B, n, d_model] -> x + PE[start:start+n] (fixed, not learned)."""
 
-    def __init__(self, d_model, max_len=1024):
+    def __init__(self, d_model: int, max_len: int = 1024):
         super().__init__()
         self.max_len = max_len
         self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
 
-    def forward(self, x, start=0):
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """Add the sinusoids of positions start .. start + L - 1 to x [B, L,
         d_model]."""
         check_length(x.size(1), start, self.max_len)
@@ -54,13 +54,13 @@ class LearnedPositionalEmbedding(nn.Module):
     """x [B, n, d_model] -> x + P[start:start+n], with P a learned [max_len, d_model]
     table."""
 
-    def __init__(self, d_model, max_len=1024):
+    def __init__(self, d_model: int, max_len: int = 1024):
         super().__init__()
         self.max_len = max_len
         self.table = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.table.weight, mean=0.0, std=d_model ** -0.5)
 
-    def forward(self, x, start=0):
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """Add the learned vectors of positions start .. start + L - 1 to x [B, L,
         d_model]."""
         check_length(x.size(1), start, self.max_len)

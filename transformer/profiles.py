@@ -14,13 +14,15 @@ import shlex
 import types
 import typing
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from transformer.corpora import CORPORA
 from transformer.model import PRESETS, TransformerConfig
 from transformer.paper import TRAINING
 
 
-def steps_per_interval(total_steps, total_hours, minutes=10):
+def steps_per_interval(total_steps: int, total_hours: float, minutes: float = 10
+                      ) -> int:
     """How many steps the paper's machine made in `minutes`, given its total steps and
     hours."""
     return round(total_steps / total_hours * minutes / 60)
@@ -116,7 +118,7 @@ class Profile:
             # the paper's length for this model (frozen: set once, here)
             object.__setattr__(self, "max_steps", cfg.train_steps)
 
-    def replace(self, **changes):
+    def replace(self, **changes: object) -> "Profile":
         return dataclasses.replace(self, **changes)
 
 
@@ -208,14 +210,14 @@ PROFILES["zh-en-tutorial"] = PROFILES["zh-en"].replace(name="zh-en-tutorial",
                                                        corpus="zh-en-tutorial")
 
 
-def get_profile(name, **changes):
+def get_profile(name: str, **changes: object) -> Profile:
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; "
                          f"choose one of {', '.join(PROFILES)}")
     return PROFILES[name].replace(**changes)
 
 
-def resume_command(profile, out_dir):
+def resume_command(profile: Profile, out_dir: str | Path) -> str | None:
     """The command line that continues this run: its profile's name, and --set for every
     field that differs from that named profile."""
     if profile.name not in PROFILES:
@@ -252,7 +254,7 @@ def _accepts(hint, value):
     return isinstance(value, typing.get_origin(hint) or hint)
 
 
-def parse_overrides(items, profile):
+def parse_overrides(items: list[str], profile: Profile) -> dict:
     """['max_steps=50', 'model.P_drop=0.2'] -> changes for Profile.replace, checked
     against the field types."""
     profile_types = typing.get_type_hints(Profile)

@@ -23,10 +23,12 @@ from tqdm import tqdm
 
 import transformer
 from transformer.data import atomic_file
+from transformer.distributed import Runtime
 from transformer.machine import cpu_name, hardware
+from transformer.profiles import Profile
 
 
-def command_line():
+def command_line() -> str:
     """This process's command, quoted for a shell so that it can be pasted back: a
     module run as `python -m`, a script by its path in the repository."""
     argv = list(sys.argv)
@@ -39,7 +41,7 @@ def command_line():
     return shlex.join(argv)
 
 
-def git_commit():
+def git_commit() -> str | None:
     """The commit of the code this package was imported from, or None outside a git
     checkout."""
     import subprocess
@@ -51,7 +53,7 @@ def git_commit():
         return None
 
 
-def provenance(command=None):
+def provenance(command: str | None = None) -> dict:
     """What every results record says of its making: date, commit, hardware and the
     command that wrote it."""
     return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -59,7 +61,7 @@ def provenance(command=None):
             "command": command or command_line()}
 
 
-def write_record(path, record, command=None):
+def write_record(path: str | Path, record: dict, command: str | None = None) -> dict:
     """Write a results record as JSON, its provenance added, atomically: a run killed
     while writing leaves the previous record whole. Returns the record written."""
     record = {**record, **provenance(command or record.get("command"))}
@@ -70,7 +72,7 @@ def write_record(path, record, command=None):
     return record
 
 
-def record_run_info(out_dir, rt):
+def record_run_info(out_dir: str | Path, rt: Runtime) -> None:
     """Where and from which code a run (or each resumption of it) ran: run_info.json."""
     commit = git_commit()
     info_path = Path(out_dir) / "run_info.json"
@@ -85,7 +87,7 @@ def record_run_info(out_dir, rt):
     info_path.write_text(json.dumps(runs, indent=1))
 
 
-def append_log(path, fields, row):
+def append_log(path: Path, fields: list[str], row: dict) -> None:
     new = not path.exists()
     with open(path, "a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
@@ -95,7 +97,7 @@ def append_log(path, fields, row):
                     for k, v in row.items()})
 
 
-def truncate_log(path, fields, step):
+def truncate_log(path: Path, fields: list[str], step: int) -> None:
     """Keep only rows up to `step`: the steps after the checkpoint will be run (and
     logged) again."""
     if not path.exists():
@@ -108,14 +110,14 @@ def truncate_log(path, fields, step):
         w.writerows(rows)
 
 
-def read_log(path):
+def read_log(path: str | Path) -> dict[str, np.ndarray]:
     """A CSV log as a dict of columns (floats)."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     return {k: np.array([float(r[k]) for r in rows]) for k in (rows[0] if rows else {})}
 
 
-def read_evaluation(path):
+def read_evaluation(path: str | Path) -> dict:
     """The metrics that `python -m transformer.evaluate` printed, from a file that holds
     its output (a progress bar before the JSON and a summary line after it are
     skipped)."""
@@ -123,7 +125,7 @@ def read_evaluation(path):
     return json.loads(text[text.index("{\n"):text.rindex("}") + 1])
 
 
-def tensorboard_writer(out_dir):
+def tensorboard_writer(out_dir: str | Path) -> object | None:
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:       # TensorBoard is optional; the CSV log always exists
@@ -141,7 +143,8 @@ class TrainingLogs:
     its progress bar. Only the main process writes; a resumed run first cuts the logs
     back to the step of its checkpoint."""
 
-    def __init__(self, out_dir, profile, step, show=True, main=True):
+    def __init__(self, out_dir: str | Path, profile: Profile, step: int,
+                 show: bool = True, main: bool = True):
         self.out_dir, self.main, self.minutes = Path(out_dir), main, profile.max_minutes
         if main:
             truncate_log(self.out_dir / "train_log.csv", LOG_FIELDS, step)
@@ -154,7 +157,7 @@ class TrainingLogs:
                         disable=not (show and main))
         self.pending = None
 
-    def step(self, row, sums, flush=False):
+    def step(self, row: dict, sums: torch.Tensor, flush: bool = False) -> None:
         """Log a finished step. `sums` (its summed loss and NLL) may still be on the
         device: it is read when the next step is logged, after that step was queued,
         or at once with flush=True."""
@@ -180,7 +183,7 @@ class TrainingLogs:
                              min=f"{row['elapsed_s'] / 60:.1f}"
                              + (f"/{self.minutes:g}" if self.minutes else ""))
 
-    def dev(self, step, elapsed, scores):
+    def dev(self, step: int, elapsed: float, scores: dict) -> float:
         """Log a dev evaluation; returns its perplexity."""
         append_log(self.out_dir / "dev_log.csv", DEV_FIELDS,
                    dict(step=step, elapsed_s=elapsed, **scores))
@@ -188,7 +191,7 @@ class TrainingLogs:
             self.writer.add_scalar("dev/ppl", scores["dev_ppl"], step)
         return scores["dev_ppl"]
 
-    def close(self):
+    def close(self) -> None:
         if self.pending:
             self._write(*self.pending)
             self.pending = None

@@ -9,6 +9,7 @@ __all__ = [
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,20 +17,25 @@ import torch
 
 from transformer.data import atomic_file
 from transformer.checkpoint import load_model, save_model
+from transformer.profiles import Profile
 from transformer.runlog import read_log
 from transformer.train import train
 
 
-def dev_ppl_at(run, step):
+def dev_ppl_at(run: str | Path, step: int) -> float | None:
     """The dev perplexity the trainer logged at `step`, or None."""
     log = read_log(Path(run) / "dev_log.csv")
     at_step = np.flatnonzero(log.get("step", np.array([])) == step)
     return float(log["dev_ppl"][at_step[-1]]) if at_step.size else None
 
 
-def train_until_dev_stops(profile, run, data_root, score, key, select_dir, round_steps,
-                          patience, min_rounds=1, max_rounds=100, max_minutes=None,
-                          log=print):
+def train_until_dev_stops(profile: Profile, run: str | Path,
+                          data_root: str | Path | None, score: Callable, key: str,
+                          select_dir: str | Path, round_steps: int, patience: int,
+                          min_rounds: int = 1, max_rounds: int | None = 100,
+                          max_minutes: float | None = None,
+                          log: Callable[[str], None] = print
+                         ) -> tuple[list[dict], dict | None, str]:
     """Train `profile` into `run` in rounds of `round_steps`; after each round the last
     checkpoint is scored by score(model, vocab) -> dict holding `key` (higher is
     better). Stops after `patience` rounds without a better score (not before

@@ -8,29 +8,37 @@ __all__ = [
 ]
 
 import contextlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+from torch import nn
 
-from transformer.data import PAD, BatchStream, collate, split_batch
+from transformer.data import PAD, BatchStream, ParallelData, collate, split_batch
 from transformer.loss import label_smoothed_nll
 from transformer.machine import cpu_has_bf16
+from transformer.profiles import Profile
+
+if TYPE_CHECKING:           # for type checkers only: the continued page defines it
+    from transformer.distributed import Runtime
 
 
-def batch_seed(seed, step, index):
+def batch_seed(seed: int, step: int, index: int) -> int:
     return (seed * 1_000_003 + step) * 1009 + index
 
 
-def bf16_wanted(profile, device):
+def bf16_wanted(profile: Profile, device: torch.device) -> bool:
     """Whether a run of `profile` asks for bfloat16 on `device`: on a GPU as its `amp`
     says; on a CPU only if it sets `cpu_bf16`, because bfloat16 instructions do not make
     every CPU faster (benchmarks/cpu_training.py --compare measures it)."""
     return profile.cpu_bf16 if device.type == "cpu" else profile.amp
 
 
-def autocast(device, amp=True):
+def autocast(device: torch.device, amp: bool = True
+            ) -> contextlib.AbstractContextManager:
     """bfloat16 autocast where asked (`amp`, see bf16_wanted) and the hardware
     multiplies in bfloat16 (GPUs that support it, CPUs with bfloat16 instructions);
     otherwise a no-op context."""
@@ -41,8 +49,11 @@ def autocast(device, amp=True):
     return contextlib.nullcontext()
 
 
-def train_step(net, optimizer, scheduler, batches, n_tgt, eps_ls, pad_id, rt, amp=True,
-               seeds=None, loss_fn=label_smoothed_nll):
+def train_step(net: nn.Module, optimizer: torch.optim.Optimizer,
+               scheduler: torch.optim.lr_scheduler.LRScheduler, batches: list,
+               n_tgt: int, eps_ls: float, pad_id: int, rt: "Runtime", amp: bool = True,
+               seeds: list[int] | None = None, loss_fn: Callable = label_smoothed_nll
+              ) -> torch.Tensor:
     """One optimizer step over this process's micro-batches
     [(src, tgt_in, tgt_out), ...] on rt.device.
 
@@ -81,7 +92,9 @@ class StepFeeder:
     """This process's micro-batches of each step, built on the host (one step ahead,
     pinned, on CUDA)."""
 
-    def __init__(self, data, stream, max_tokens, rt, vocab_size, seed, prefetch=None):
+    def __init__(self, data: ParallelData, stream: BatchStream, max_tokens: int,
+                 rt: "Runtime", vocab_size: int, seed: int,
+                 prefetch: bool | None = None):
         self.data, self.stream, self.max_tokens, self.rt = data, stream, max_tokens, rt
         self.vocab_size, self.seed = vocab_size, seed
         self.sizes = np.maximum(stream.src_len, stream.tgt_len)
@@ -91,7 +104,7 @@ class StepFeeder:
                      else None)
         self.ahead = None
 
-    def build(self, step):
+    def build(self, step: int) -> StepData:
         batch = self.stream.next_batch()
         parts = split_batch(batch, self.sizes, self.max_tokens, self.rt.world)
         mine = list(range(self.rt.rank, len(parts), self.rt.world))
@@ -104,7 +117,7 @@ class StepFeeder:
                         int(self.stream.tgt_len[batch].sum()),
                         [batch_seed(self.seed, step, i) for i in mine], batches)
 
-    def get(self, step):
+    def get(self, step: int) -> StepData:
         """The data of `step` (counted from 0), on the device."""
         if self.pool is None:
             item = self.build(step)
@@ -115,13 +128,14 @@ class StepFeeder:
                         for b in item.batches]
         return item
 
-    def close(self):
+    def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 @torch.no_grad()
-def dev_loss(model, data, max_tokens, eps_ls, rt, amp=True):
+def dev_loss(model: nn.Module, data: ParallelData, max_tokens: int, eps_ls: float,
+             rt: "Runtime", amp: bool = True) -> dict[str, float]:
     """Label-smoothed loss and NLL per target token, and perplexity, on held-out data
     (no dropout)."""
     was_training = model.training

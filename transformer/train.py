@@ -9,23 +9,26 @@ __all__ = [
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch import nn
 from tqdm import tqdm
 
 from transformer.checkpoint import (check_same_model, checkpoint_file, checkpoint_paths,
                                     load_latest_checkpoint, restore_state, run_folder,
                                     save_state)
 from transformer.data import PAD, BatchStream, accumulation_steps
-from transformer.distributed import (StopRequest, barrier, check_run_data,
+from transformer.distributed import (Runtime, StopRequest, barrier, check_run_data,
                                      init_distributed, prepare_data, runtime_from_env,
                                      stop_now)
 from transformer.loss import label_smoothed_nll
 from transformer.model import Transformer, TransformerConfig
 from transformer.optim import build_optimizer
-from transformer.profiles import get_profile, resume_command
+from transformer.profiles import Profile, get_profile, resume_command
 from transformer.runlog import TrainingLogs, record_run_info
 from transformer.machine import cpu_has_bf16
 from transformer.step import StepFeeder, bf16_wanted, dev_loss, train_step
@@ -34,8 +37,10 @@ from transformer.step import StepFeeder, bf16_wanted, dev_loss, train_step
 BUDGET_CHECK_EVERY = 20
 
 
-def train(profile, out_dir, data_root=None, progress=True, device=None, log=None,
-          start_over=False):
+def train(profile: Profile | str, out_dir: str | Path,
+          data_root: str | Path | None = None, progress: bool = True,
+          device: str | None = None, log: Callable[[str], None] | None = None,
+          start_over: bool = False) -> dict | None:
     """Train (or resume) the run of `profile` in out_dir. Returns a summary dict (main
     process); its stopped_by names the signal (Ctrl-C's SIGINT, a scheduler's SIGTERM)
     that ended the run early, after saving its last step."""
@@ -48,7 +53,8 @@ def train(profile, out_dir, data_root=None, progress=True, device=None, log=None
                             request)
 
 
-def as_run(model, rt, compile=False):
+def as_run(model: Transformer, rt: Runtime, compile: bool = False
+          ) -> tuple[nn.Module, Callable]:
     """The model and loss as the step calls them: wrapped in DistributedDataParallel
     when there are several processes, and compiled on request."""
     net = model
@@ -61,7 +67,10 @@ def as_run(model, rt, compile=False):
     return net, label_smoothed_nll
 
 
-def run_training(profile, out_dir, rt, data_root, progress, log, start_over, request):
+def run_training(profile: Profile, out_dir: Path, rt: Runtime,
+                 data_root: str | Path | None, progress: bool,
+                 log: Callable[[str], None], start_over: bool, request: StopRequest
+                ) -> dict | None:
     # a folder that cannot resume (other data settings, checkpoints unreadable or gone)
     # is refused before data preparation, which can take long
     check_run_data(profile, out_dir)

@@ -13,11 +13,12 @@ import contextlib
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import overload
+from typing import Any, BinaryIO, TextIO, overload
 
 import transformer
 from transformer.checkpoint import CheckpointError, load_model
 from transformer.data import Vocab, atomic_file, decode_line, read_lines
+from transformer.deploy import CTranslate2Model
 from transformer.distributed import resolve_device
 from transformer.evaluate import (TOO_LONG, TooLong, check_search, check_writable,
                                   length_penalty_alpha, positive_int, translate)
@@ -39,8 +40,9 @@ class Translator:
         .translate("A dog runs.") -> str;  .translate([...]) -> list of str
     """
 
-    def __init__(self, model, vocab: Vocab, beam_size: int = 4, alpha: float = 0.6,
-                 batch_tokens: int = 20000, source: str | None = None):
+    def __init__(self, model: Transformer | CTranslate2Model, vocab: Vocab,
+                 beam_size: int = 4, alpha: float = 0.6, batch_tokens: int = 20000,
+                 source: str | None = None):
         check_search(beam_size, alpha, batch_tokens)
         # a Transformer, or a CTranslate2Model (which carries its own vocabulary)
         self.model = model.eval() if isinstance(model, Transformer) else model
@@ -49,7 +51,7 @@ class Translator:
 
     @classmethod
     def from_run(cls, path: str | Path | None = None, average_last: int | None = None,
-                 device: str = "cpu", **settings) -> "Translator":
+                 device: str = "cpu", **settings: Any) -> "Translator":
         """Load a run folder (the last `average_last` checkpoints averaged; by default
         as many as its profile averages), a file written by save_model, one training
         checkpoint, a CTranslate2 export folder, or, with no path, the model that ships
@@ -77,7 +79,8 @@ class Translator:
     def translate(self, sentences: Iterable[str], progress: bool = False,
                   too_long: str = "error") -> list[str]: ...
 
-    def translate(self, sentences, progress=False, too_long="error"):
+    def translate(self, sentences: str | Iterable[str], progress: bool = False,
+                  too_long: str = "error") -> str | list[str]:
         """One sentence (a str) -> its translation; a list of sentences -> a list of
         translations, in order. Blank lines translate to empty lines. A sentence longer
         than the model's positions raises TooLong, unless too_long is "truncate" or
@@ -112,7 +115,8 @@ class Translator:
                 f"alpha={self.alpha})")
 
 
-def line_groups(stream, label: str, most: int = 256) -> Iterator[tuple[int, list[str]]]:
+def line_groups(stream: BinaryIO, label: str, most: int = 256
+               ) -> Iterator[tuple[int, list[str]]]:
     """The lines of a binary stream in groups of those that have arrived, at most `most`
     each: (number of the group's first line, counting from 1; its lines). A pipe that
     delivers slowly is answered line by line, a fast one in batches. Lines break at
@@ -135,8 +139,8 @@ def line_groups(stream, label: str, most: int = 256) -> Iterator[tuple[int, list
             return
 
 
-def write_translations(translator: Translator, lines: list[str], first: int, out,
-                       nbest: int | None = None, too_long: str = "error",
+def write_translations(translator: Translator, lines: list[str], first: int,
+                       out: TextIO, nbest: int | None = None, too_long: str = "error",
                        progress: bool = False) -> None:
     """Translate one group of input lines (the first is line `first`) and write the
     results to `out`, flushed: a line each, or with nbest, n rows of "line<TAB>score
@@ -160,7 +164,7 @@ def write_translations(translator: Translator, lines: list[str], first: int, out
 
 
 @contextlib.contextmanager
-def output_to(path: str | None):
+def output_to(path: str | None) -> Iterator[TextIO]:
     """Standard output, or a text file written whole or not at all (a temporary file
     beside it, renamed at the end: a failed or interrupted run keeps the old file)."""
     if path is None:

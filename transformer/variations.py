@@ -15,11 +15,13 @@ __all__ = [
 ]
 
 import argparse
+import contextlib
 import json
 import math
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -27,13 +29,13 @@ import torch
 import torch.nn.functional as F
 
 from transformer.checkpoint import RunInUse, load_model, run_lock
-from transformer.data import EOS, BatchStream, atomic_file
+from transformer.data import EOS, BatchStream, Vocab, atomic_file
 from transformer.distributed import (Runtime, StopRequest, keep_freed_memory,
                                      prepare_data)
 from transformer.evaluate import evaluate_run, positive_int
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
-from transformer.profiles import PROFILES
+from transformer.profiles import PROFILES, Profile
 from transformer.runlog import read_log, write_record
 from transformer.selection import dev_ppl_at
 from transformer.train import train
@@ -50,13 +52,13 @@ NOISE_SEEDS = (1, 2, 3)
 SWEEP = PROFILES["table3-cpu"]
 
 
-def check_row(row):
+def check_row(row: str) -> None:
     if row not in TABLE3:
         raise ValueError(f"unknown Table 3 row {row!r}; "
                          f"choose one of {', '.join(ROWS)}")
 
 
-def scaled_config(row, scale=SCALE):
+def scaled_config(row: str, scale: int = SCALE) -> TransformerConfig:
     """Table 3's `row` with d_model, d_ff, d_k and d_v divided by `scale`; all else
     as in the paper."""
     check_row(row)
@@ -69,7 +71,8 @@ def scaled_config(row, scale=SCALE):
     return TransformerConfig.preset(row, **widths)
 
 
-def row_profile(row, seed=1, base=SWEEP, scale=SCALE):
+def row_profile(row: str, seed: int = 1, base: Profile = SWEEP, scale: int = SCALE
+               ) -> Profile:
     """The training profile of one row: `base`'s data and schedule, the row's scaled
     model."""
     cfg = scaled_config(row, scale)
@@ -77,14 +80,14 @@ def row_profile(row, seed=1, base=SWEEP, scale=SCALE):
                         model={key: getattr(cfg, key) for key in WIDTHS})
 
 
-def record_path(results_dir, row, seed):
+def record_path(results_dir: str | Path, row: str, seed: int) -> Path:
     return Path(results_dir) / f"{row}-seed{seed}.json"
 
 
-def run_row(row, seed=1, runs_dir="runs/table3-short",
-            results_dir="results/table3-short",
-            base=SWEEP, data_root=None, dev_sentences=None, progress=True,
-            command=None):
+def run_row(row: str, seed: int = 1, runs_dir: str | Path = "runs/table3-short",
+            results_dir: str | Path = "results/table3-short", base: Profile = SWEEP,
+            data_root: str | Path | None = None, dev_sentences: int | None = None,
+            progress: bool = True, command: str | None = None) -> dict:
     """The 400-step sweep: train (or resume) one row, score it on the dev set and write
     its record; return the record."""
     profile = row_profile(row, seed, base)
@@ -120,7 +123,7 @@ def run_row(row, seed=1, runs_dir="runs/table3-short",
     return write_record(out, record, command)
 
 
-def sweep_plan(rows=None):
+def sweep_plan(rows: Iterable[str] | None = None) -> list[tuple[str, int]]:
     """(row, seed) pairs in run order: the base row's noise seeds first, then every
     other row once."""
     rows = list(rows or ROWS)
@@ -130,7 +133,8 @@ def sweep_plan(rows=None):
     return plan + [(row, 1) for row in rows if row != "base"]
 
 
-def load_records(results_dir="results/table3"):
+def load_records(results_dir: str | Path = "results/table3"
+                ) -> dict[tuple[str, int], dict]:
     """Every stored record, keyed by (row, seed)."""
     records = {}
     for path in sorted(Path(results_dir).glob("*-seed*.json")):
@@ -139,20 +143,20 @@ def load_records(results_dir="results/table3"):
     return records
 
 
-def seed_spread(records, metric):
+def seed_spread(records: dict, metric: str) -> float | None:
     """max - min of `metric` over the base row's seeds (None with fewer than two
     seeds)."""
     values = [r[metric] for (row, _), r in records.items() if row == "base"]
     return max(values) - min(values) if len(values) >= 2 else None
 
 
-def row_mean(records, row, metric):
+def row_mean(records: dict, row: str, metric: str) -> float:
     """`metric` of `row`, averaged over the seeds that have records."""
     values = [r[metric] for (name, _), r in records.items() if name == row]
     return sum(values) / len(values)
 
 
-def compare(ours_better, difference, spread):
+def compare(ours_better: bool, difference: float, spread: float | None) -> str:
     """A verdict on one of the paper's claims: the measured difference against the
     seed-to-seed spread.
 
@@ -178,7 +182,8 @@ PLATEAU_GAIN = 0.02              # less than 2% better over the last fifth: leve
 CURVE_KEYS = ("epoch", "dev_ppl", "dev_bleu", "encoder_similarity")
 
 
-def data_size(profile, run, data_root=None):
+def data_size(profile: Profile, run: str | Path, data_root: str | Path | None = None
+             ) -> tuple[int, int]:
     """(optimizer steps in one pass over the training data, vocabulary size)."""
     vocab, data, _ = prepare_data(profile, run, Runtime(), data_root,
                                   log=lambda m: None)
@@ -186,7 +191,8 @@ def data_size(profile, run, data_root=None):
     return len(stream.batches(0)), len(vocab)
 
 
-def plateaued(curve, min_epochs=MIN_EPOCHS, gain=PLATEAU_GAIN):
+def plateaued(curve: list[dict], min_epochs: int = MIN_EPOCHS,
+              gain: float = PLATEAU_GAIN) -> bool:
     """Whether dev perplexity has levelled off: over the last fifth of the epochs so
     far (at least two) the best of them beats the epoch before by less than `gain`."""
     if len(curve) < min_epochs:
@@ -197,7 +203,7 @@ def plateaued(curve, min_epochs=MIN_EPOCHS, gain=PLATEAU_GAIN):
 
 
 @torch.no_grad()
-def encoder_similarity(model, vocab, sentences):
+def encoder_similarity(model: Transformer, vocab: Vocab, sentences: list[str]) -> float:
     """The mean cosine similarity between the encoder's outputs at two different
     positions of the same sentence, over all such pairs in `sentences` (raw text).
     Near 1, the encoder says the same thing at every position, and attention over
@@ -218,14 +224,17 @@ def encoder_similarity(model, vocab, sentences):
 COLLAPSED = 0.9
 
 
-def left_collapse(curve, below=COLLAPSED):
+def left_collapse(curve: list[dict], below: float = COLLAPSED) -> int | None:
     """The first epoch whose encoder similarity is below `below`; None where the run
     never left the collapsed state."""
     return next((p["epoch"] for p in curve if p["encoder_similarity"] < below), None)
 
 
-def train_epochs(profile, run, epochs, epoch_steps, data_root=None, dev_sentences=None,
-                 stop=None, progress=True, log=print):
+def train_epochs(profile: Profile, run: str | Path, epochs: int, epoch_steps: int,
+                 data_root: str | Path | None = None, dev_sentences: int | None = None,
+                 stop: Callable[[list[dict]], bool] | None = None,
+                 progress: bool = True, log: Callable[[str], None] = print
+                ) -> list[dict]:
     """Train `profile` into `run` one epoch (epoch_steps) at a time, up to `epochs` or
     until stop(curve), scoring the dev set after each epoch as Table 3 does: perplexity
     per piece, and BLEU with beam 4 and alpha 0.6 of the last checkpoint alone; and
@@ -271,8 +280,11 @@ def train_epochs(profile, run, epochs, epoch_steps, data_root=None, dev_sentence
     return curve
 
 
-def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_root=None,
-                  dev_sentences=None, progress=True, log=print, command=None):
+def choose_budget(runs_dir: str | Path = "runs/table3",
+                  results_dir: str | Path = "results/table3",
+                  data_root: str | Path | None = None, dev_sentences: int | None = None,
+                  progress: bool = True, log: Callable[[str], None] = print,
+                  command: str | None = None) -> dict:
     """The protocol, decided on the base row before any other row trains: the learning
     rate factor with the highest dev BLEU after PILOT_EPOCHS epochs, then that
     run continued epoch by epoch until its dev perplexity levels off; that many epochs
@@ -290,8 +302,10 @@ def choose_budget(runs_dir="runs/table3", results_dir="results/table3", data_roo
                                progress, log, command)
 
 
-def decide_protocol(runs_dir, results_dir, data_root, dev_sentences, progress, log,
-                    command):
+def decide_protocol(runs_dir: str | Path, results_dir: str | Path,
+                    data_root: str | Path | None, dev_sentences: int | None,
+                    progress: bool, log: Callable[[str], None], command: str | None
+                   ) -> dict:
     out = Path(results_dir) / "protocol.json"
     pilot_path = Path(results_dir) / "pilot.json"
     base = row_profile("base", 1, LONG, LONG_SCALE)
@@ -333,21 +347,22 @@ def decide_protocol(runs_dir, results_dir, data_root, dev_sentences, progress, l
     return write_record(out, protocol, command)
 
 
-def row_epochs(row, protocol):
+def row_epochs(row: str, protocol: dict) -> int:
     """A row's budget: the base row's, times the row's train steps over base's (the
     big model 3x, as in the paper)."""
     return protocol["budget_epochs"] * PRESETS[row]["train_steps"] // PRESETS["base"][
         "train_steps"]
 
 
-def smallest_keys(scale=LONG_SCALE):
+def smallest_keys(scale: int = LONG_SCALE) -> list[str]:
     """The rows whose keys the scale-down shrinks to the fewest dimensions (A4 and B1 at
     an eighth of the width): the rows it distorts most."""
     d_k = {row: scaled_config(row, scale).d_k for row in ROWS}
     return sorted(row for row in ROWS if d_k[row] == min(d_k.values()))
 
 
-def off_protocol(protocol, lr_factor=None, P_drop=None):
+def off_protocol(protocol: dict, lr_factor: float | None = None,
+                 P_drop: float | None = None) -> dict:
     """What takes a run outside the protocol, to diagnose a row: a learning-rate factor
     other than the chosen one, or a dropout rate set for the row. Empty: none."""
     changes = {}
@@ -358,14 +373,15 @@ def off_protocol(protocol, lr_factor=None, P_drop=None):
     return changes
 
 
-def diagnosis_name(changes):
+def diagnosis_name(changes: dict) -> str:
     """'lr0.125', 'pdrop0.1' or both joined by '-': the suffix of a diagnosis's runs
     and the folder of its records; '' for the protocol itself."""
     short = {"lr_factor": "lr", "P_drop": "pdrop"}
     return "-".join(f"{short[key]}{value}" for key, value in changes.items())
 
 
-def records_dir(results, protocol, lr_factor=None, P_drop=None):
+def records_dir(results: str | Path, protocol: dict, lr_factor: float | None = None,
+                P_drop: float | None = None) -> Path:
     """Where a run's record goes: `results` under the protocol; a run outside it, a
     diagnosis of one row, has its record in results/<diagnosis_name>, where no verdict
     of the sweep reads it."""
@@ -373,10 +389,13 @@ def records_dir(results, protocol, lr_factor=None, P_drop=None):
     return Path(results) / name if name else Path(results)
 
 
-def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
-                   results_dir="results/table3", data_root=None, dev_sentences=None,
-                   progress=True, command=None, log=print, lr_factor=None,
-                   P_drop=None):
+def run_row_epochs(row: str, seed: int, protocol: dict,
+                   runs_dir: str | Path = "runs/table3",
+                   results_dir: str | Path = "results/table3",
+                   data_root: str | Path | None = None,
+                   dev_sentences: int | None = None, progress: bool = True,
+                   command: str | None = None, log: Callable[[str], None] = print,
+                   lr_factor: float | None = None, P_drop: float | None = None) -> dict:
     """Train (or resume) one row for its budget of epochs, with a dev point per epoch;
     write and return its record. The base row's first seed is the protocol's own run,
     whose first epochs it reads. Outside the protocol (an lr_factor other than the
@@ -414,7 +433,7 @@ def run_row_epochs(row, seed, protocol, runs_dir="runs/table3",
     return write_record(out, record, command)
 
 
-def second_seeds(records):
+def second_seeds(records: dict) -> list[tuple[str, int]]:
     """Rows to train with a second seed: those whose dev BLEU or perplexity lies
     within the base row's seed range of the base mean. None until every seed of
     NOISE_SEEDS has its record, so that the choice does not depend on which runs
@@ -430,7 +449,7 @@ def second_seeds(records):
             and any(abs(r[m] - mean[m]) <= spread[m] for m in metrics)]
 
 
-def take_run(runs, name):
+def take_run(runs: str | Path, name: str) -> contextlib.AbstractContextManager:
     """A lock that one process holds while it trains the run `name` (or decides the
     protocol): RunInUse where another process holds it."""
     holder = Path(runs) / "taken" / name
@@ -438,8 +457,10 @@ def take_run(runs, name):
     return run_lock(holder)
 
 
-def converged_sweep(plan, runs, results, data_dir, command, lr_factor=None,
-                    P_drop=None):
+def converged_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str | Path,
+                    data_dir: str | Path | None, command: str | None,
+                    lr_factor: float | None = None, P_drop: float | None = None
+                   ) -> None:
     """The protocol, then every (row, seed) of plan and the second seeds the records
     ask for, the rows of the paper's claims first; each run resumes where it was
     stopped. Once the protocol is decided, several processes can share the sweep: each
@@ -496,7 +517,7 @@ EXAMPLES = """examples:
 Records go to results/table3 (one JSON per row and seed); the same command resumes."""
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m transformer.variations", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
@@ -601,14 +622,14 @@ CLAIMS = [
 ]
 
 
-def claims_first(plan):
+def claims_first(plan: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """(row, seed) pairs of `plan` reordered: the base row, then the rows that some
     claim of CLAIMS compares, then the others, each group in its own order."""
     claimed = {row for _, a, b in CLAIMS for row in (a, b) if row}
     return sorted(plan, key=lambda rs: (rs[0] != "base", rs[0] not in claimed))
 
 
-def claim_verdicts(records):
+def claim_verdicts(records: dict) -> dict[str, tuple[list[str], str, str]]:
     """{claim: (rows, verdict by dev BLEU, verdict by dev perplexity)} for the claims of
     CLAIMS whose rows all have records, each row's value the mean over its seeds, with
     the base row's seed spread as the noise."""
@@ -635,7 +656,8 @@ def claim_verdicts(records):
     return verdicts
 
 
-def claims_by_verdict(records, scale=LONG_SCALE):
+def claims_by_verdict(records: dict, scale: int = LONG_SCALE
+                     ) -> dict[str, list[tuple[str, list[str]]]]:
     """{verdict by dev BLEU: [(claim, notes)]} for the claims that claim_verdicts
     judges; the notes qualify a verdict: a row still waiting for its second seed, a row
     whose keys the scale-down shrinks most."""

@@ -8,6 +8,8 @@ __all__ = [
     "stratified_split", "digits_split", "baseline_accuracy", "accuracy", "train_classifier",
 ]
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -23,7 +25,7 @@ class PatchEmbedding(nn.Module):
     """Cut images [B, C, H, W] into p x p patches, row by row, and project each to
     d_model: [B, n, d_model]."""
 
-    def __init__(self, image_size, patch_size, channels, d_model):
+    def __init__(self, image_size: int, patch_size: int, channels: int, d_model: int):
         super().__init__()
         if image_size % patch_size:
             raise ValueError(f"image size {image_size} is not a multiple of the patch "
@@ -33,7 +35,7 @@ class PatchEmbedding(nn.Module):
         self.num_patches = (image_size // patch_size) ** 2
         self.proj = nn.Linear(channels * patch_size ** 2, d_model)
 
-    def forward(self, images):
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Images [B, C, H, W] -> a [CLS] token and one token per patch, with positions:
         [B, 1 + patches, d_model]."""
         expected = (self.channels, self.image_size, self.image_size)
@@ -55,8 +57,8 @@ class VisionTransformer(nn.Module):
     d_k, d_v, P_drop and norm_first (the Vision Transformer uses pre-norm).
     """
 
-    def __init__(self, cfg: TransformerConfig, image_size, patch_size, channels,
-                 classes):
+    def __init__(self, cfg: TransformerConfig, image_size: int, patch_size: int,
+                 channels: int, classes: int):
         super().__init__()
         d = cfg.d_model
         self.cfg = cfg
@@ -76,14 +78,14 @@ class VisionTransformer(nn.Module):
                                        if cfg.norm_first else None)
         self.head = nn.Linear(d, classes)
 
-    def tokens(self, images):
+    def tokens(self, images: torch.Tensor) -> torch.Tensor:
         """The encoder's input: [class token, patch 1, ..., patch n] plus positions,
         [B, n + 1, d_model]."""
         x = self.patches(images)
         x = torch.cat([self.cls_token.expand(x.size(0), -1, -1), x], dim=1)
         return self.dropout(x + self.positions)
 
-    def forward(self, images):
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Images [B, C, H, W] -> class logits [B, classes], read from the [CLS]
         token."""
         # no padding: every image has all its patches
@@ -102,7 +104,8 @@ DIGITS_CONFIG = TransformerConfig(N=4, d_model=64, d_ff=128, h=4, P_drop=0.1,
 DIGITS_TRAINING = dict(epochs=40, batch_size=64, warmup_epochs=2, lr_factor=0.3)
 
 
-def stratified_split(X, y, test_size, seed=0):
+def stratified_split(X: torch.Tensor, y: torch.Tensor, test_size: float, seed: int = 0
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(X_a, y_a, X_b, y_b): a share test_size of the examples in part b, with every
     label in the same proportion in both parts; the same seed gives the same split."""
     import numpy as np
@@ -113,7 +116,8 @@ def stratified_split(X, y, test_size, seed=0):
     return X[a], y[a], X[b], y[b]
 
 
-def digits_split(test_size=0.2, seed=0):
+def digits_split(test_size: float = 0.2, seed: int = 0
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """scikit-learn's 1,797 digits, pixels scaled to [0, 1], split once, stratified by
     label: (X_train [n, 1, 8, 8], y_train, X_test, y_test)."""
     from sklearn.datasets import load_digits
@@ -123,7 +127,8 @@ def digits_split(test_size=0.2, seed=0):
     return stratified_split(X, torch.tensor(digits.target), test_size, seed)
 
 
-def baseline_accuracy(X_train, y_train, X_test, y_test):
+def baseline_accuracy(X_train: torch.Tensor, y_train: torch.Tensor,
+                      X_test: torch.Tensor, y_test: torch.Tensor) -> float:
     """Test accuracy of multinomial logistic regression on the raw pixels, from
     scikit-learn. Solved in float64 to a tight tolerance: the problem has one optimum,
     and stopping near it at the default tolerance leaves an answer that moves with the
@@ -136,15 +141,17 @@ def baseline_accuracy(X_train, y_train, X_test, y_test):
     return model.score(flat(X_test), y_test.numpy())
 
 
-def accuracy(model, images, labels):
+def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
     """Share of the images whose highest logit is their label."""
     model.eval()
     with torch.no_grad():
         return (model(images).argmax(-1) == labels).float().mean().item()
 
 
-def train_classifier(model, images, labels, epochs, batch_size, warmup_epochs,
-                     lr_factor, evaluate=None):
+def train_classifier(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
+                     epochs: int, batch_size: int, warmup_epochs: int, lr_factor: float,
+                     evaluate: Callable[[nn.Module], float] | None = None
+                    ) -> list[tuple[float, float | None]]:
     """Train `model` with the paper's Adam and warmup schedule (5.3), its rate scaled by
     lr_factor, and label smoothing model.cfg.eps_ls, in shuffled batches (from torch's
     global random generator). Returns one (mean training loss, evaluate(model) or None)

@@ -15,6 +15,7 @@ import argparse
 import base64
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
@@ -30,7 +31,7 @@ from transformer.translate import SHIPPED_MODEL
 QUANTIZATIONS = ("int8", "float16")
 
 
-def quantize_rows(weight):
+def quantize_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """A float matrix [rows, cols] -> (int8 codes [rows, cols], float32 scale per row):
     weight ~ codes * scale[:, None], each row scaled by its largest |value| / 127."""
     if weight.dim() != 2:
@@ -43,7 +44,7 @@ def quantize_rows(weight):
     return codes, scale
 
 
-def dequantize(codes, scale):
+def dequantize(codes: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """int8 codes [rows, cols] and per-row scales -> the float32 matrix they stand
     for."""
     return codes.float() * scale[:, None]
@@ -62,7 +63,8 @@ def _b64(tensor):
     return base64.b64encode(tensor.contiguous().numpy().tobytes()).decode("ascii")
 
 
-def export_tensors(model, quantization="int8"):
+def export_tensors(model: Transformer, quantization: str = "int8"
+                  ) -> tuple[dict[str, dict], str]:
     """{name: spec} for every distinct tensor of `model` (a shared matrix once, under
     its first name), and the name of the embedding matrix the output layer shares."""
     if quantization not in QUANTIZATIONS:
@@ -91,7 +93,7 @@ def export_tensors(model, quantization="int8"):
     return specs, seen[model.tgt_embed.lut.weight.data_ptr()]
 
 
-def vocab_table(vocab):
+def vocab_table(vocab: Vocab) -> dict:
     """The sentencepiece model as the page reads it: pieces, scores and kinds."""
     sp = vocab.sp
     kinds = [PIECE_KINDS["unknown"] if sp.is_unknown(i) else PIECE_KINDS["control"]
@@ -103,8 +105,9 @@ def vocab_table(vocab):
             "model": base64.b64encode(vocab.proto).decode("ascii")}
 
 
-def web_payload(model, vocab, quantization="int8", max_source_pieces=100, source=None,
-                gallery=()):
+def web_payload(model: Transformer, vocab: Vocab, quantization: str = "int8",
+                max_source_pieces: int = 100, source: dict | None = None,
+                gallery: Iterable[dict] = ()) -> dict:
     """Everything the page needs, as one JSON-ready dict."""
     tensors, embedding = export_tensors(model, quantization)
     c = model.cfg
@@ -122,7 +125,7 @@ def web_payload(model, vocab, quantization="int8", max_source_pieces=100, source
     }
 
 
-def write_payload(payload, path):
+def write_payload(payload: dict, path: str | Path) -> int:
     """One line of JavaScript that sets window.TRANSFORMER_MODEL; returns its size."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,7 +135,7 @@ def write_payload(payload, path):
     return path.stat().st_size
 
 
-def read_payload(path):
+def read_payload(path: str | Path) -> dict:
     """The payload of a file written by write_payload, parsed as JSON (not executed)."""
     text = Path(path).read_text(encoding="utf-8")
     if not (text.startswith(PREFIX) and text.endswith(SUFFIX)):
@@ -155,7 +158,7 @@ def _tensor(spec):
     return array(spec["data"], dtype).view(shape).float()
 
 
-def payload_model(payload):
+def payload_model(payload: dict) -> tuple[Transformer, Vocab]:
     """(Transformer with the weights the page computes with, its Vocab)."""
     vocab = Vocab(base64.b64decode(payload["vocab"]["model"]))
     c = {k: v for k, v in payload["config"].items()
@@ -170,7 +173,8 @@ def payload_model(payload):
     return model.eval(), vocab
 
 
-def gallery(results_dir, count=GALLERY_SIZE, data_root=None):
+def gallery(results_dir: str | Path, count: int = GALLERY_SIZE,
+            data_root: str | Path | None = None) -> list[dict]:
     """The first `count` test sentences of a results record's corpus: source, reference,
     and the run's own translation (its translations.de, in corpus order)."""
     results_dir = Path(results_dir)
@@ -184,13 +188,13 @@ def gallery(results_dir, count=GALLERY_SIZE, data_root=None):
             for (s, r), o in list(zip(pairs, ours))[:count]]
 
 
-def sha256(path):
+def sha256(path: str | Path) -> str | None:
     """The SHA-256 of a file's bytes, or None for a folder."""
     path = Path(path)
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def describes(results_dir, model_path):
+def describes(results_dir: str | Path, model_path: str | Path) -> bool:
     """Whether results_dir/results.json is the record of this very model file: the
     shipped model it names has the file's SHA-256. A run folder has no such record."""
     record_path = Path(results_dir) / "results.json"
@@ -200,7 +204,7 @@ def describes(results_dir, model_path):
     return record.get("shipped_model", {}).get("sha256") == sha256(model_path)
 
 
-def describe(model_path, results_dir=None):
+def describe(model_path: str | Path, results_dir: str | Path | None = None) -> dict:
     """Where the exported model came from, for the page to say: its name and digest,
     and with a results folder that describes it (see `describes`), the run's task,
     steps and test BLEU. Without one the page shows no score it has not measured."""
