@@ -62,7 +62,6 @@ class Translator:
                     if path == SHIPPED_MODEL else "")
             raise FileNotFoundError(f"no run folder or model file {path}{hint}")
         if (path / "model.bin").is_file():
-            from transformer.deploy import CTranslate2Model
             if resolve_device(device).type != "cpu":
                 raise ValueError("a CTranslate2 export translates on the CPU here")
             engine = CTranslate2Model(path)
