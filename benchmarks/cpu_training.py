@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from transformer.distributed import keep_freed_memory  # noqa: E402
 from transformer.machine import cpu_has_bf16, cpu_name  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.runlog import read_log, write_record  # noqa: E402
+from transformer.run import TRAIN_LOG, read_log  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
 from transformer.train import train  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def measure(profile, steps):
     """(median tokens/s, median s/step, loss of the last step) of `steps` training steps."""
     with tempfile.TemporaryDirectory() as tmp:
         summary = train(profile, tmp, progress=False, log=lambda msg: None)
-        log = read_log(Path(tmp) / "train_log.csv")
+        log = read_log(Path(tmp) / TRAIN_LOG)
     skip = min(5, steps // 3)
     tok = statistics.median(log["tokens_per_s"][skip:])
     sec = statistics.median((log["src_tokens"] + log["tgt_tokens"])[skip:] / log["tokens_per_s"][skip:])

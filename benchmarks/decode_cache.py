@@ -40,7 +40,7 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     if args.run:
-        from transformer.checkpoint import load_model
+        from transformer.run import load_model
         model, vocab, _ = load_model(args.run, 1)
         V = len(vocab)
     else:

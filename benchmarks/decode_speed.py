@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import transformer.evaluate as evaluate  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
-from transformer.checkpoint import load_model, run_profile  # noqa: E402
+from transformer.run import load_model, run_profile  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 
 

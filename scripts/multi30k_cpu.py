@@ -15,7 +15,6 @@ transformer.checkpoint.load_model reads it), scored on test again as it is shipp
 import argparse
 import hashlib
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from transformer.checkpoint import checkpoint_paths, load_model, save_model  # noqa: E402
+from transformer.checkpoint import save_model  # noqa: E402
+from transformer.run import (RUN_INFO, checkpoint_paths, checkpoint_step, keep_record,  # noqa: E402
+                             load_model)
 from transformer.corpora import load_split  # noqa: E402
 from transformer.data import BOS, EOS  # noqa: E402
 from transformer.decode import length_penalty, simple_beam_search  # noqa: E402
@@ -110,7 +111,7 @@ def main():
     profile = get_profile(args.profile)
 
     checkpoints = checkpoint_paths(run)
-    done_before = bool(checkpoints) and int(checkpoints[-1].stem.split("_")[1]) >= profile.max_steps
+    done_before = bool(checkpoints) and checkpoint_step(checkpoints[-1]) >= profile.max_steps
     summary = train(profile, run, args.data_dir)          # resumes, or returns at once if already done
     started = time.time()
     grid, dev_sentences = dev_grid(run, profile.corpus, [k for k in AVERAGES if k <= profile.keep_last], ALPHAS,
@@ -140,10 +141,9 @@ def main():
                      "same_translation_as_float32": sum(a == b for a, b in zip(shipped_hyps, test["hypotheses"]))}
     eval_minutes = (time.time() - started) / 60
 
-    for name in ("train_log.csv", "dev_log.csv", "profile.json", "run_info.json"):
-        shutil.copy(run / name, out / name)
+    keep_record(run, out)
     (out / "translations.de").write_text("\n".join(test["hypotheses"]) + "\n", encoding="utf-8")
-    run_info = json.loads((run / "run_info.json").read_text())
+    run_info = json.loads((run / RUN_INFO).read_text())
     if done_before:     # this call trained nothing: its run_info entry names no training commit
         run_info = run_info[:-1]
     command = "python scripts/multi30k_cpu.py" + "".join(f" {a}" for a in sys.argv[1:])

@@ -23,7 +23,6 @@ decoder's output) and the training logs.
 import argparse
 import json
 import random
-import shutil
 import sys
 import time
 from collections import Counter
@@ -36,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split  # noqa: E402
 from transformer.data import EOS, ParallelData, TokenArray, encode_pairs  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
-from transformer.checkpoint import load_model  # noqa: E402
+from transformer.run import BEST, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.evaluate import translate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
                                  read_treebank, with_tags)
@@ -138,7 +137,7 @@ def main(argv=None):
         profile, run, data_root, dev_score(treebank["dev"]), "dev_f1", select_dir, ROUND, PATIENCE,
         MIN_ROUNDS, MAX_ROUNDS, args.max_minutes)
 
-    model, vocab, _ = load_model(select_dir / "best.pt")
+    model, vocab, _ = load_model(select_dir / BEST)
     gold = treebank["test"]
     decoded = {}
     for name, beam, constrained in (("beam", BEAM, True), ("greedy", 1, True), ("greedy_unconstrained", 1, False)):
@@ -160,8 +159,7 @@ def main(argv=None):
     (results / "test.pred.mrg").write_text(
         "".join(("()" if t is None else t.pformat(margin=10**9)) + "\n" for t in predicted), encoding="utf-8")
     (results / "test.raw.txt").write_text("\n".join(outputs) + "\n", encoding="utf-8")
-    for name in ("train_log.csv", "dev_log.csv"):
-        shutil.copy(run / name, results / name)
+    keep_record(run, results, (TRAIN_LOG, DEV_LOG))
     record = {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
         "splits": counts, "profile": profile.name,

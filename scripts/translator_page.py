@@ -19,8 +19,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.test_book_html import find_chromium  # noqa: E402
-from tests.test_translator_page import element, open_page  # noqa: E402
+from tools.browser import element, find_chromium, open_page  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
 from transformer.evaluate import translate  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402

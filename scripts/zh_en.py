@@ -19,7 +19,6 @@ any point, the command resumes. Results go to results/zh-en/.
 import argparse
 import json
 import re
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split, prepare_zh_en  # noqa: E402
 from transformer.data import encode_pairs  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
-from transformer.checkpoint import load_model  # noqa: E402
+from transformer.run import BEST, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.evaluate import translate  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 from transformer.selection import train_until_dev_stops  # noqa: E402
@@ -84,7 +83,7 @@ def run(corpus, runs, data_root, max_minutes):
     curve, best, stopped = train_until_dev_stops(
         profile, out, data_root, dev_bleu(dev), "dev_bleu", runs / f"{corpus}-select", ROUND, PATIENCE,
         MIN_ROUNDS, MAX_ROUNDS, max_minutes)
-    model, vocab, _ = load_model(runs / f"{corpus}-select" / "best.pt")
+    model, vocab, _ = load_model(runs / f"{corpus}-select" / BEST)
     pairs = load_split(corpus, "test", data_root)
     started = time.time()
     hyps = translate(model, vocab, [s for s, _ in pairs], beam_size=BEAM, alpha=ALPHA, progress=False)
@@ -132,8 +131,7 @@ def main(argv=None):
     results.mkdir(parents=True, exist_ok=True)
     for corpus, hyps in outputs.items():
         (results / f"{corpus}.test.zh").write_text("\n".join(hyps) + "\n", encoding="utf-8")
-        shutil.copy(runs / corpus / "dev_log.csv", results / f"{corpus}.dev_log.csv")
-        shutil.copy(runs / corpus / "train_log.csv", results / f"{corpus}.train_log.csv")
+        keep_record(runs / corpus, results, (DEV_LOG, TRAIN_LOG), prefix=f"{corpus}.")
     record["memorisation_gap"] = round(record["zh-en-tutorial"]["test_bleu"] - record["zh-en"]["test_bleu"], 2)
     write_record(results / "results.json", record)
     print(json.dumps({k: v for k, v in record.items() if k not in ("zh-en", "zh-en-tutorial")},

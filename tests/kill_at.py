@@ -5,7 +5,6 @@ import os
 import signal
 import sys
 
-import transformer.cli as cli
 import transformer.train as trainer
 
 KILL_AT = int(os.environ["KILL_AT_STEP"])
@@ -23,4 +22,4 @@ def train_step_or_die(*args, **kwargs):
 
 
 trainer.train_step = train_step_or_die
-cli.main(sys.argv[1:])
+trainer.main(sys.argv[1:])

@@ -4,12 +4,13 @@ import datetime
 import sys
 import time
 
-import transformer.cli as cli
 import transformer.distributed as distributed
+import transformer.run as run
+import transformer.train as trainer
 
 SLOW_S, TIMEOUT_S = 6, 3
 distributed.DIST_TIMEOUT = datetime.timedelta(seconds=TIMEOUT_S)
-learn_bpe = distributed.train_bpe
+learn_bpe = run.train_bpe
 
 
 def slow_train_bpe(*args, **kwargs):
@@ -18,5 +19,5 @@ def slow_train_bpe(*args, **kwargs):
     return learn_bpe(*args, **kwargs)
 
 
-distributed.train_bpe = slow_train_bpe
-cli.main(sys.argv[1:])
+run.train_bpe = slow_train_bpe
+trainer.main(sys.argv[1:])

@@ -10,14 +10,13 @@ import sacrebleu
 import torch
 
 from transformer import Transformer, TransformerConfig
-from transformer.checkpoint import save_checkpoint
 from transformer.data import accumulation_steps, train_bpe
 from transformer.decode import beam_search, greedy_decode, length_penalty
+from transformer.distributed import Runtime
 from transformer.embeddings import Embeddings
-from transformer.checkpoint import load_model
 from transformer.evaluate import sacre_bleu, split_compounds, tokenized_bleu, translate
 from transformer.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
-from transformer.distributed import Runtime
+from transformer.run import load_model, save_checkpoint
 from transformer.step import train_step
 
 

@@ -91,7 +91,7 @@ def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
     from dataclasses import asdict
 
     from transformer import Transformer, TransformerConfig
-    from transformer.checkpoint import save_checkpoint
+    from transformer.run import save_checkpoint
     from transformer.corpora import load_split
     from transformer.data import train_bpe
     root = need_corpus("multi30k", "train", "test")

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.browser import find_chromium
+
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER = "book/03_2_attention"  # has LaTeX (inline and display) and matplotlib figures
 
@@ -94,15 +96,6 @@ check().catch(e => ({errors: [String(e && e.stack || e)]}))
 </script>
 </body></html>
 """
-
-
-def find_chromium() -> str | None:
-    candidates = [os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"]
-    for name in filter(None, candidates):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
 
 
 @pytest.fixture(scope="module")

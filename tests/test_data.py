@@ -183,7 +183,7 @@ def test_bpe_keeps_symbols_whole_and_refuses_a_symbol_with_a_space():
 def test_a_run_folder_made_before_whole_target_words_still_resumes(tmp_path):
     import json
 
-    from transformer.distributed import check_run_data, data_manifest
+    from transformer.run import check_run_data, data_manifest
     from transformer.profiles import get_profile
     profile = get_profile("tiny")
     old = {k: v for k, v in data_manifest(profile).items() if k != "whole_target_words"}

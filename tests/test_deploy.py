@@ -8,7 +8,7 @@ import torch
 
 from tests.conftest import need_corpus
 from transformer import Transformer, TransformerConfig
-from transformer.checkpoint import save_checkpoint
+from transformer.run import save_checkpoint
 from transformer.corpora import load_split
 from transformer.data import BOS, EOS, PAD, train_bpe
 from transformer.decode import beam_search, greedy_decode
@@ -53,7 +53,7 @@ def by_length(vocab, sentences, limit=40):
 def compare(run, out_dir, vocab, sentences, beam_size, alpha=0.0):
     """(equal outputs, sentences, unequal ones where both outputs stopped at the length limit): ours
     against the engine's, batch by batch of equal source length."""
-    from transformer.checkpoint import load_model
+    from transformer.run import load_model
     model, _, _ = load_model(run, 2)
     export_ctranslate2(run, out_dir, average_last=2)
     engine = CTranslate2Model(out_dir, threads=1)
@@ -118,7 +118,8 @@ def test_the_command_averages_the_profile_s_checkpoints(tmp_path, vocab, capsys)
 def test_a_saved_model_file_converts_like_its_run(tmp_path, vocab, sources, capsys):
     """The shipped form of a model (checkpoint.save_model, float16) converts too, and the engine's
     greedy output equals ours on the same loaded weights."""
-    from transformer.checkpoint import load_model, save_model
+    from transformer.checkpoint import save_model
+    from transformer.run import load_model
     run = make_run(tmp_path / "run", vocab)
     model, _, _ = load_model(run, 2)
     save_model(model, vocab, tmp_path / "model.pt")

@@ -1,7 +1,6 @@
 """Nothing lost, nothing mislabelled at the edges of the tools a user reaches for: translate's input and
 output files, line breaks and byte-order marks, search settings, the browser export's label, deploy's
 folders, and one line (never a traceback) for every bad request."""
-import json
 import os
 import subprocess
 import sys
@@ -11,7 +10,8 @@ import pytest
 
 from tests.conftest import need_corpus
 from transformer import Transformer, TransformerConfig
-from transformer.checkpoint import load_model, save_model
+from transformer.checkpoint import save_model
+from transformer.run import load_model
 from transformer.data import read_lines, train_bpe
 from transformer.evaluate import TooLong, translate
 from transformer.translate import SHIPPED_MODEL, Translator, main
@@ -214,7 +214,7 @@ def test_deploy_packs_a_model_file_and_translate_reads_every_form(small_model, t
 
 def test_a_single_training_checkpoint_loads_as_a_model(tmp_path):
     from dataclasses import asdict
-    from transformer.checkpoint import save_checkpoint
+    from transformer.run import save_checkpoint
     vocab = Translator.from_run(beam_size=1).vocab if SHIPPED_MODEL.exists() else pytest.skip("no model")
     cfg = TransformerConfig(N=1, d_model=16, d_ff=32, h=2, max_len=32)
     model = Transformer(cfg, len(vocab))

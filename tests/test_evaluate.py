@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from tests.conftest import need_corpus
+from transformer.checkpoint import average_checkpoints
 from transformer.corpora import load_split
-from transformer.checkpoint import save_checkpoint
 from transformer.data import EOS, PAD, train_bpe
-from transformer.checkpoint import average_checkpoints, load_model
 from transformer.evaluate import evaluate_run, main, sacre_bleu, split_compounds, tokenized_bleu, translate
+from transformer.run import load_model, save_checkpoint
 from transformer import Transformer, TransformerConfig
 
 

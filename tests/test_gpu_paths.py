@@ -10,16 +10,16 @@ import torch.nn.functional as F
 
 from transformer import Transformer, TransformerConfig
 from transformer.attention import CAUSAL, MultiHeadAttention, decoder_mask, padding_mask
-from transformer.checkpoint import (CheckpointError, capture_rng, load_checkpoint, load_latest_checkpoint,
-                                    restore_rng, save_checkpoint)
+from transformer.checkpoint import CheckpointError, capture_rng, load_checkpoint, restore_rng
 from transformer.data import PAD, BatchStream, ParallelData, TokenArray, collate, split_batch, token_batches
+from transformer.distributed import Runtime
 from transformer.loss import label_smoothed_nll
+from transformer.machine import resolve_device
 from transformer.optim import build_optimizer
-from transformer.profiles import parse_overrides
-from transformer.distributed import Runtime, resolve_device
-from transformer.syncs import HostSyncCounter
-from transformer.profiles import PROFILES, get_profile, steps_per_interval
+from transformer.profiles import PROFILES, get_profile, parse_overrides, steps_per_interval
+from transformer.run import load_latest_checkpoint, save_checkpoint
 from transformer.step import StepFeeder, train_step
+from transformer.syncs import HostSyncCounter
 
 V = 60
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from transformer.profiles import get_profile
-from transformer.runlog import read_evaluation, read_log
+from transformer.run import read_log
+from transformer.runlog import read_evaluation
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHED = ROOT / "results" / "gpu-schedule"

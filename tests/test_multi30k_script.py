@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-import transformer.checkpoint
+import transformer.run
 import transformer.corpora
 import transformer.evaluate
 import transformer.runlog
@@ -56,7 +56,7 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
         assert (out / name).is_file()
     # the shipped model: the chosen average in float16, loadable alone, scored as shipped
     shipped = res["shipped_model"]
-    model, vocab, names = transformer.checkpoint.load_model(out / "model.pt")
+    model, vocab, names = transformer.run.load_model(out / "model.pt")
     assert names == ["model.pt"] and shipped["average_last"] == first_best["average_last"]
     assert shipped["bytes"] == (out / "model.pt").stat().st_size and shipped["dtype"] == "float16"
     assert 0 <= shipped["same_translation_as_float32"] <= 6 and shipped["sacrebleu_lowercase"] >= 0

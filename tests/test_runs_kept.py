@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from tests.conftest import need_corpus
-from transformer.checkpoint import CheckpointError, checkpoint_paths, checkpoint_weights
+from transformer.checkpoint import CheckpointError, checkpoint_weights
+from transformer.run import checkpoint_paths
 from transformer.profiles import get_profile
 from transformer.train import train
 
@@ -90,7 +91,7 @@ def test_a_resume_with_another_vocabulary_is_refused(run, tmp_path):
 
 
 def test_two_trainings_cannot_share_a_run_folder(run):
-    from transformer.checkpoint import run_lock
+    from transformer.run import run_lock
     with run_lock(run):
         with pytest.raises(RuntimeError, match="in use"):
             train(tiny(max_steps=16), run, log=lambda msg: None, **QUIET)
@@ -115,7 +116,7 @@ def test_settings_are_refused_when_the_profile_is_made(change):
 @pytest.mark.parametrize("args", [["--set", "warmup_steps=0"], ["--set", "preset=huge"], ["--max-steps", "0"],
                                   ["--max-minutes", "-1"], ["--set", "train_pairs=0"]])
 def test_the_command_line_refuses_bad_settings_before_writing(args, tmp_path, capsys):
-    from transformer.cli import main
+    from transformer.train import main
     with pytest.raises(SystemExit) as exit_:
         main(["--profile", "tiny", "--out", str(tmp_path / "run"), "--no-progress", *args])
     assert exit_.value.code == 2 and "Traceback" not in capsys.readouterr().err
@@ -124,7 +125,7 @@ def test_the_command_line_refuses_bad_settings_before_writing(args, tmp_path, ca
 
 @pytest.mark.parametrize("kind", ["file", "read-only"])
 def test_an_unwritable_out_is_refused_before_the_data_is_prepared(kind, tmp_path, monkeypatch, capsys):
-    from transformer import cli
+    from transformer import train as cli
     out = tmp_path / "out"
     if kind == "file":
         out.write_text("not a folder")
@@ -183,7 +184,7 @@ def test_evaluate_refuses_bad_requests_before_translating(run, monkeypatch, caps
 
 
 def test_a_damaged_checkpoint_is_named_by_evaluate_and_deploy(run, tmp_path, capsys):
-    from transformer import checkpoint, deploy, evaluate
+    from transformer import deploy, evaluate, run as checkpoint
     damage(checkpoint_paths(run)[-1])
     with pytest.raises(CheckpointError, match="step_0000012.pt"):
         checkpoint.load_model(run)
@@ -196,14 +197,14 @@ def test_a_damaged_checkpoint_is_named_by_evaluate_and_deploy(run, tmp_path, cap
 
 
 def test_averaging_counts_below_one_are_refused(run):
-    from transformer.checkpoint import load_model
+    from transformer.run import load_model
     for k in (0, -1):
         with pytest.raises(ValueError, match="at least 1"):
             load_model(run, average_last=k)
 
 
 def test_api_and_command_line_load_the_same_checkpoints_by_default(run):
-    from transformer.checkpoint import load_model
+    from transformer.run import load_model
     _, _, used = load_model(run)
     assert used == [p.name for p in checkpoint_paths(run)[-json.loads((run / "profile.json").read_text())
                                                          ["average_last"]:]]
@@ -229,7 +230,7 @@ def test_deploy_refuses_a_folder_that_is_not_its_own(run, finished, tmp_path, ca
 
 
 def test_a_bare_string_is_translated_as_one_sentence(run):
-    from transformer.checkpoint import load_model
+    from transformer.run import load_model
     from transformer.evaluate import translate
     model, vocab, _ = load_model(run)
     one = translate(model, vocab, "Ein Hund läuft.", beam_size=1, progress=False)
@@ -238,7 +239,7 @@ def test_a_bare_string_is_translated_as_one_sentence(run):
 
 
 def test_the_command_ends_with_a_summary_and_the_next_command(tmp_path, monkeypatch, capsys):
-    from transformer import cli
+    from transformer import train as cli
     summary = dict(profile="tiny", steps=12, epochs=1.5, train_minutes=0.2, parameters=1, vocab=1000,
                    train_pairs=3000, checkpoints=["step_0000012.pt"], dev_ppl=31.4159, stopped_by=None)
     monkeypatch.setattr(cli, "train", lambda *a, **k: dict(summary))
@@ -289,7 +290,7 @@ def test_start_over_on_a_run_that_can_resume_is_refused(run):
 
 @pytest.mark.parametrize("setting", ["model.max_len=10", "seed=-1", "corpus=nope"])
 def test_settings_that_fail_late_are_refused_before_a_folder_is_made(setting, tmp_path, capsys):
-    from transformer.cli import main
+    from transformer.train import main
     with pytest.raises(SystemExit) as exit_:
         main(["--profile", "tiny", "--out", str(tmp_path / "run"), "--no-progress", "--set", setting])
     err = capsys.readouterr().err
@@ -304,7 +305,7 @@ def test_a_vocabulary_too_large_for_the_corpus_is_one_line(tmp_path):
 
 
 def test_no_corpus_and_no_network_is_one_line_and_leaves_no_folder(tmp_path, monkeypatch, capsys):
-    from transformer import cli, corpora
+    from transformer import corpora, train as cli
 
     def offline(url, dest, desc=None):
         raise corpora.DownloadError(f"could not download {url} to {dest}: no network")
@@ -317,11 +318,11 @@ def test_no_corpus_and_no_network_is_one_line_and_leaves_no_folder(tmp_path, mon
 
 
 def test_ctrl_c_during_data_preparation_says_how_to_go_on(tmp_path, monkeypatch, capsys):
-    from transformer import cli, distributed
+    from transformer import run, train as cli
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(distributed, "load_split", interrupted)
+    monkeypatch.setattr(run, "load_split", interrupted)
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--profile", "tiny", "--out", str(tmp_path / "run"), "--no-progress"])
     err = capsys.readouterr().err
@@ -335,7 +336,7 @@ def test_the_printed_next_command_works_on_a_short_run(run, capsys):
     for path in checkpoint_paths(run)[:-2]:
         path.unlink()
     messages = []
-    from transformer.checkpoint import load_model
+    from transformer.run import load_model
     _, _, used = load_model(run, log=messages.append)
     assert used == ["step_0000008.pt", "step_0000012.pt"] and "averaging those 2" in messages[0]
     evaluate.main([str(run), "--split", "dev", "--beam", "1"])
@@ -343,7 +344,7 @@ def test_the_printed_next_command_works_on_a_short_run(run, capsys):
 
 
 def test_the_set_option_needs_a_value(capsys):
-    from transformer.cli import main
+    from transformer.train import main
     with pytest.raises(SystemExit) as exit_:
         main(["--profile", "tiny", "--set"])
     assert exit_.value.code == 2

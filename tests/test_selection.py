@@ -3,7 +3,7 @@ and a second call that resumes instead of training again."""
 import json
 
 from tests.conftest import need_corpus
-from transformer.checkpoint import load_model
+from transformer.run import load_model
 from transformer.selection import train_until_dev_stops
 from transformer.profiles import get_profile
 

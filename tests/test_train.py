@@ -12,11 +12,10 @@ import pytest
 import torch
 
 from tests.conftest import need_corpus
-from transformer.checkpoint import checkpoint_paths, checkpoint_weights, load_latest_checkpoint
-from transformer.cli import main
-from transformer.profiles import parse_overrides
-from transformer.runlog import read_log
-from transformer.profiles import PROFILES, get_profile
+from transformer.checkpoint import checkpoint_weights
+from transformer.profiles import PROFILES, get_profile, parse_overrides
+from transformer.run import checkpoint_paths, load_latest_checkpoint, read_log
+from transformer.train import main
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--profile", "tiny", "--device", "cpu", "--no-progress"]

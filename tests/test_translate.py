@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import transformer
-from transformer.checkpoint import load_model
+from transformer.run import load_model
 from transformer.evaluate import main as evaluate_main, translate
 from transformer.translate import SHIPPED_MODEL, Translator, main
 

@@ -9,10 +9,8 @@ page; ``--dump-dom`` prints it. Needs the book extra and Debian's ``chromium`` (
 
 from __future__ import annotations
 
-import html
 import json
 import random
-import re
 import shutil
 import subprocess
 import urllib.parse
@@ -22,6 +20,7 @@ import sacrebleu
 import torch
 
 from tests.test_book_html import REPO, chromium, whole_book  # noqa: F401 (fixtures)
+from tools.browser import element, open_page
 from transformer.data import EOS
 from transformer.decode import beam_search, greedy_decode, simple_beam_search, simple_greedy_decode
 from transformer.model import Transformer, TransformerConfig
@@ -31,23 +30,6 @@ from transformer.web import (PREFIX, dequantize, main, payload_model, quantize_r
 PAGE = "book/06_1_try_the_model.html"
 EXPORT = REPO / "web" / "translator" / "model.js"
 SENTENCES = 100
-
-
-def open_page(chromium, url, tmp_path, seconds=400, real_time=False):
-    """The page's DOM once its scripts are done. Chromium's virtual time waits for every task the page
-    schedules, but the page's clocks then read virtual time. With real_time the clocks are real, but the
-    DOM is printed once the page has loaded: for scripts/translator_page.py only, which checks that
-    the report is there."""
-    wait = f"--timeout={seconds * 1000}" if real_time else f"--virtual-time-budget={seconds * 1000}"
-    command = [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-               "--host-resolver-rules=MAP * ~NOTFOUND", wait, "--dump-dom", url]
-    return subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60).stdout
-
-
-def element(dom, tag, id_):
-    found = re.search(rf'<{tag} id="{id_}"[^>]*>(.*?)</{tag}>', dom, re.S)
-    return None if found is None else html.unescape(found.group(1))
 
 
 @pytest.fixture(scope="module")

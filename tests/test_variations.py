@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.conftest import need_corpus
-from transformer.checkpoint import checkpoint_file, checkpoint_paths
+from transformer.run import checkpoint_file, checkpoint_paths
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
 from transformer import variations

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENT = ROOT / "tools" / "mutation_equivalent.txt"
 
 # What is scored: the model's modules whole, the training step out of step.py and data.py, and the model files
-# out of checkpoint.py (the rest of those is files, processes and command lines, tested by the slower tests).
+# out of checkpoint.py and run.py (the rest of those is files, processes and command lines, tested by the slower tests).
 CORE = {
     "attention": ["transformer.attention.*"],
     "layers": ["transformer.layers.*"],
@@ -39,7 +39,8 @@ CORE = {
     "evaluate": ["transformer.evaluate.*"],
     # the model as evaluation loads it: averaging, the model file (until the trainer's split, part of evaluate)
     "model files": [f"transformer.checkpoint.x_{f}__mutmut_*" for f in
-                    ("average_checkpoints", "run_profile", "save_model", "load_model")],
+                    ("average_checkpoints", "save_model", "load_model_file")]
+    + [f"transformer.run.x_{f}__mutmut_*" for f in ("run_profile", "load_model")],
     "training step": ["transformer.step.x_train_step__mutmut_*", "transformer.data.x_accumulation_steps__mutmut_*"],
 }
 

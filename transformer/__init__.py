@@ -15,7 +15,8 @@ chapter of the same section in book/ by tools/export_package.py; edit the notebo
     from transformer import load_model, save_model   # a run folder or model file <-> a model
     model, vocab, used = load_model("runs/m30k")   # its last checkpoints averaged, in eval mode
 
-Training, evaluation and translation are command lines (and modules): `python -m transformer.train
+A run folder's files are named, and its model loaded, by transformer.run. Training, evaluation and
+translation are command lines (and modules): `python -m transformer.train
 --profile NAME`, `python -m transformer.evaluate RUN_DIR`, `python -m transformer.translate [RUN_DIR]`,
 and the Table 3 sweep `python -m transformer.variations`. They are not imported here, so that `-m`
 runs them cleanly (Translator is loaded on first use). Also by module: transformer.parsing (section 6.3:
@@ -28,7 +29,7 @@ from transformer.data import Vocab
 from transformer.decode import beam_search, greedy_decode
 from transformer.loss import label_smoothed_nll
 from transformer.optim import build_optimizer, rate
-from transformer.checkpoint import load_model, save_model
+from transformer.checkpoint import save_model
 from transformer.attention import CAUSAL, MultiHeadAttention, attention, causal_mask, decoder_mask, padding_mask
 from transformer.embeddings import Embeddings, OutputProjection, tie_weights
 from transformer.feed_forward import PositionwiseFeedForward
@@ -47,6 +48,10 @@ def __getattr__(name):
     if name == "Translator":
         from transformer.translate import Translator
         return Translator
+    # the run folder's module brings the corpora and the process group: loaded on first use
+    if name == "load_model":
+        from transformer.run import load_model
+        return load_model
     raise AttributeError(f"module 'transformer' has no attribute {name!r}")
 
 

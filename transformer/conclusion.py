@@ -13,8 +13,9 @@ from pathlib import Path
 
 from transformer.model import PRESETS
 from transformer.paper import TABLE2, TABLE3, TABLE4
-from transformer.variations import (LONG, claim_verdicts, load_records,
-                                   second_seeds, seed_spread)
+from transformer.run import run_profile
+from transformer.variations import (LONG, claim_verdicts, load_records, second_seeds,
+                                    seed_spread)
 
 
 def hardware_text(h: dict) -> str:
@@ -63,8 +64,9 @@ def ledger(results: str | Path) -> list[dict]:
     results, rows = Path(results), []
     read = lambda *parts: json.loads(results.joinpath(*parts).read_text())
     if (results / "multi30k-cpu" / "results.json").exists():
-        m30k, profile = read("multi30k-cpu", "results.json"), read("multi30k-cpu",
-                                                                    "profile.json")
+        # the results folder keeps the run's profile beside its record
+        m30k = read("multi30k-cpu", "results.json")
+        profile = run_profile(results / "multi30k-cpu")
         t, model = m30k["training"], {**PRESETS[profile["preset"]], **profile["model"]}
         rows.append(dict(
             result="6.1 translation (Multi30k En→De test_2016_flickr)",

@@ -15,11 +15,12 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from transformer.checkpoint import CheckpointError, load_model, save_model
+from transformer.checkpoint import CheckpointError, save_model
 from transformer.data import EOS, Vocab
 from transformer.evaluate import (check_search, check_writable, fit_lengths,
                                   length_batches, positive_int)
 from transformer.model import Transformer, TransformerConfig
+from transformer.run import load_model
 
 
 def refuse_unconvertible(cfg: TransformerConfig) -> None:

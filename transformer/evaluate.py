@@ -23,13 +23,14 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from transformer.checkpoint import CheckpointError, load_model, run_profile
+from transformer.checkpoint import CheckpointError
 from transformer.corpora import load_split, split_paths
 from transformer.data import BOS, EOS, PAD, Vocab, atomic_file, read_lines
 from transformer.decode import (beam_search, greedy_decode, simple_beam_search,
                                 simple_greedy_decode)
-from transformer.distributed import resolve_device
+from transformer.machine import resolve_device
 from transformer.model import Transformer
+from transformer.run import load_model, run_profile
 
 
 def length_batches(lengths: list[int], beam_size: int, max_extra: int, batch_tokens: int

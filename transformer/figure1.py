@@ -17,9 +17,6 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
-from collections.abc import Callable
-
-import torch
 from torch import nn
 
 if TYPE_CHECKING:           # for type checkers only: chapter 3.6 defines it

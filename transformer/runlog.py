@@ -4,7 +4,7 @@
 
 __all__ = [
     "command_line", "git_commit", "provenance", "write_record", "record_run_info", "append_log",
-    "truncate_log", "read_log", "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS",
+    "truncate_log", "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS",
     "TrainingLogs",
 ]
 
@@ -26,6 +26,7 @@ from transformer.data import atomic_file
 from transformer.distributed import Runtime
 from transformer.machine import cpu_name, hardware
 from transformer.profiles import Profile
+from transformer.run import DEV_LOG, RUN_INFO, TENSORBOARD, TRAIN_LOG
 
 
 def command_line() -> str:
@@ -75,7 +76,7 @@ def write_record(path: str | Path, record: dict, command: str | None = None) -> 
 def record_run_info(out_dir: str | Path, rt: Runtime) -> None:
     """Where and from which code a run (or each resumption of it) ran: run_info.json."""
     commit = git_commit()
-    info_path = Path(out_dir) / "run_info.json"
+    info_path = Path(out_dir) / RUN_INFO
     runs = json.loads(info_path.read_text()) if info_path.exists() else []
     runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit,
                  "host": platform.node(), "cpu": cpu_name(),
@@ -110,13 +111,6 @@ def truncate_log(path: Path, fields: list[str], step: int) -> None:
         w.writerows(rows)
 
 
-def read_log(path: str | Path) -> dict[str, np.ndarray]:
-    """A CSV log as a dict of columns (floats)."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return {k: np.array([float(r[k]) for r in rows]) for k in (rows[0] if rows else {})}
-
-
 def read_evaluation(path: str | Path) -> dict:
     """The metrics that `python -m transformer.evaluate` printed, from a file that holds
     its output (a progress bar before the JSON and a summary line after it are
@@ -130,7 +124,7 @@ def tensorboard_writer(out_dir: str | Path) -> object | None:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:       # TensorBoard is optional; the CSV log always exists
         return None
-    return SummaryWriter(str(Path(out_dir) / "tensorboard"))
+    return SummaryWriter(str(Path(out_dir) / TENSORBOARD))
 
 
 LOG_FIELDS = ["step", "epoch", "loss", "nll", "ppl", "lr", "src_tokens", "tgt_tokens",
@@ -147,8 +141,8 @@ class TrainingLogs:
                  show: bool = True, main: bool = True):
         self.out_dir, self.main, self.minutes = Path(out_dir), main, profile.max_minutes
         if main:
-            truncate_log(self.out_dir / "train_log.csv", LOG_FIELDS, step)
-            truncate_log(self.out_dir / "dev_log.csv", DEV_FIELDS, step)
+            truncate_log(self.out_dir / TRAIN_LOG, LOG_FIELDS, step)
+            truncate_log(self.out_dir / DEV_LOG, DEV_FIELDS, step)
         self.writer = tensorboard_writer(out_dir) if main else None
         # with a time budget the step count at the end is unknown: the bar counts steps
         # and shows minutes
@@ -174,7 +168,7 @@ class TrainingLogs:
     def _write(self, row, sums):
         loss_tok, nll_tok = (sums / row["tgt_tokens"]).tolist()
         row.update(loss=loss_tok, nll=nll_tok, ppl=float(np.exp(nll_tok)))
-        append_log(self.out_dir / "train_log.csv", LOG_FIELDS, row)
+        append_log(self.out_dir / TRAIN_LOG, LOG_FIELDS, row)
         if self.writer:
             for key in ("loss", "ppl", "lr", "tokens_per_s"):
                 self.writer.add_scalar(f"train/{key}", row[key], row["step"])
@@ -185,7 +179,7 @@ class TrainingLogs:
 
     def dev(self, step: int, elapsed: float, scores: dict) -> float:
         """Log a dev evaluation; returns its perplexity."""
-        append_log(self.out_dir / "dev_log.csv", DEV_FIELDS,
+        append_log(self.out_dir / DEV_LOG, DEV_FIELDS,
                    dict(step=step, elapsed_s=elapsed, **scores))
         if self.writer:
             self.writer.add_scalar("dev/ppl", scores["dev_ppl"], step)

@@ -4,7 +4,7 @@
 (paper section 6.1: choices made on the development set)."""
 
 __all__ = [
-    "dev_ppl_at", "train_until_dev_stops",
+    "train_until_dev_stops",
 ]
 
 import json
@@ -12,21 +12,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import torch
 
+from transformer.checkpoint import save_model
 from transformer.data import atomic_file
-from transformer.checkpoint import load_model, save_model
 from transformer.profiles import Profile
-from transformer.runlog import read_log
+from transformer.run import BEST, CURVE, dev_ppl_at, load_model
 from transformer.train import train
-
-
-def dev_ppl_at(run: str | Path, step: int) -> float | None:
-    """The dev perplexity the trainer logged at `step`, or None."""
-    log = read_log(Path(run) / "dev_log.csv")
-    at_step = np.flatnonzero(log.get("step", np.array([])) == step)
-    return float(log["dev_ppl"][at_step[-1]]) if at_step.size else None
 
 
 def train_until_dev_stops(profile: Profile, run: str | Path,
@@ -40,14 +32,14 @@ def train_until_dev_stops(profile: Profile, run: str | Path,
     checkpoint is scored by score(model, vocab) -> dict holding `key` (higher is
     better). Stops after `patience` rounds without a better score (not before
     `min_rounds`: early scores sit at a floor and only wobble), `max_rounds`, or
-    `max_minutes` of training. The best round's model is kept as select_dir/best.pt
-    (save_model's format) and the rounds in select_dir/dev_curve.json; killed, it
+    `max_minutes` of training. The best round's model is kept as select_dir/BEST
+    (save_model's format) and the rounds in select_dir/CURVE; killed, it
     resumes from both and from the run's checkpoints.
 
     Returns (the rounds, the best one, why training stopped)."""
     select_dir = Path(select_dir)
     select_dir.mkdir(parents=True, exist_ok=True)
-    curve_path = select_dir / "dev_curve.json"
+    curve_path = select_dir / CURVE
     curve = json.loads(curve_path.read_text()) if curve_path.exists() else []
     while True:
         best = max(curve, key=lambda p: p[key]) if curve else None
@@ -70,7 +62,7 @@ def train_until_dev_stops(profile: Profile, run: str | Path,
         log(f"round {point['round']}: step {step}, epoch {point['epoch']}, "
             f"dev ppl {point['dev_ppl']}, {key} {point[key]}")
         if best is None or point[key] > best[key]:
-            save_model(model, vocab, select_dir / "best.pt", dtype=torch.float32)
+            save_model(model, vocab, select_dir / BEST, dtype=torch.float32)
         curve.append(point)
         # written after best.pt, so the curve never names a model that was not saved
         with atomic_file(curve_path) as tmp:

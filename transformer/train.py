@@ -4,13 +4,17 @@
 5.2)."""
 
 __all__ = [
-    "BUDGET_CHECK_EVERY", "train", "as_run", "run_training",
+    "BUDGET_CHECK_EVERY", "train", "as_run", "run_training", "EXAMPLES", "main",
 ]
 
+import argparse
 import json
+import os
+import shlex
+import signal
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -18,19 +22,21 @@ import torch.distributed as dist
 from torch import nn
 from tqdm import tqdm
 
-from transformer.checkpoint import (check_same_model, checkpoint_file, checkpoint_paths,
-                                    load_latest_checkpoint, restore_state, run_folder,
-                                    save_state)
+from transformer.checkpoint import CheckpointError, restore_state, training_state
+from transformer.corpora import DownloadError
 from transformer.data import PAD, BatchStream, accumulation_steps
-from transformer.distributed import (Runtime, StopRequest, barrier, check_run_data,
-                                     init_distributed, prepare_data, runtime_from_env,
-                                     stop_now)
+from transformer.distributed import (Runtime, StopRequest, barrier, init_distributed,
+                                     runtime_from_env, stop_now)
 from transformer.loss import label_smoothed_nll
+from transformer.machine import cpu_has_bf16, resolve_device
 from transformer.model import Transformer, TransformerConfig
 from transformer.optim import build_optimizer
-from transformer.profiles import Profile, get_profile, resume_command
+from transformer.profiles import (PROFILES, Profile, get_profile, parse_overrides,
+                                  resume_command)
+from transformer.run import (CHECKPOINTS, RunInUse, check_run_data, check_same_model,
+                             checkpoint_file, checkpoint_paths, load_latest_checkpoint,
+                             prepare_data, run_folder, save_checkpoint, write_profile)
 from transformer.runlog import TrainingLogs, record_run_info
-from transformer.machine import cpu_has_bf16
 from transformer.step import StepFeeder, bf16_wanted, dev_loss, train_step
 
 # with several processes, the time budget is agreed on every this many steps
@@ -81,8 +87,8 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
     if ckpt is not None:
         check_same_model(ckpt, cfg, vocab, ckpt_path)
     if rt.main:
-        (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-        (out_dir / "profile.json").write_text(json.dumps(asdict(profile), indent=1))
+        (out_dir / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
+        write_profile(out_dir, profile)
         record_run_info(out_dir, rt)
     init_distributed(rt)
 
@@ -113,6 +119,8 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
             "--compare measures this one, and --set cpu_bf16=True turns them on")
 
     budget = profile.max_minutes * 60 if profile.max_minutes else float("inf")
+    # averaging at the end needs the last average_last checkpoints
+    keep = max(profile.keep_last, profile.average_last)
     start, last_save, last_time = time.time() - elapsed, time.time(), time.time()
     stop, last_state, dev_ppl = False, stream.state_dict(), None
     model.train()
@@ -142,8 +150,9 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
                 dev_ppl = logs.dev(step, now - start, scores)
                 log(f"step {step}: dev perplexity {dev_ppl:.2f}")
             if rt.main and save_now:
-                save_state(out_dir, step, model, optimizer, scheduler,
-                           item.stream_state, time.time() - start, profile, cfg, vocab)
+                save_checkpoint(out_dir, step, training_state(
+                    step, model, optimizer, scheduler, item.stream_state,
+                    time.time() - start, profile, cfg, vocab), keep)
                 last_save = time.time()
             if rt.world == 1 or step % BUDGET_CHECK_EVERY == 0:
                 stop = stop_now(rt, time.time() - start >= budget
@@ -155,8 +164,9 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
     if rt.main:
         paths = checkpoint_paths(out_dir)
         if not paths or paths[-1] != checkpoint_file(out_dir, step):
-            save_state(out_dir, step, model, optimizer, scheduler, last_state,
-                       time.time() - start, profile, cfg, vocab)
+            save_checkpoint(out_dir, step, training_state(
+                step, model, optimizer, scheduler, last_state, time.time() - start,
+                profile, cfg, vocab), keep)
         epoch, position = last_state["epoch"], last_state["position"]
         summary = dict(profile=profile.name, steps=step, epochs=epoch + position / max(
             1, len(stream.batches(epoch))), train_minutes=(time.time() - start) / 60,
@@ -171,6 +181,101 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
     return summary
 
 
+EXAMPLES = """examples:
+  python -m transformer.train --profile multi30k-cpu --out runs/m30k
+  python -m transformer.train --profile tiny --out runs/t --set model.P_drop=0.2
+  torchrun --nproc_per_node 8 -m transformer.train --profile wmt14-base --out runs/base
+
+Running the same command again resumes the run from its newest checkpoint. Ctrl-C (or
+SIGTERM) stops after the current step and saves it."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    profiles = "\n".join(f"  {name:<14} {p.description}"
+                         for name, p in PROFILES.items())
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.train", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"profiles:\n{profiles}\n\n{EXAMPLES}")
+    parser.add_argument("--profile", required=True, choices=list(PROFILES),
+                        metavar="NAME", help="the setup to run (listed below)")
+    parser.add_argument("--out",
+                        help="run folder (checkpoints, logs); default runs/PROFILE")
+    parser.add_argument("--data-dir",
+                        help="corpus cache directory (default $TRANSFORMER_DATA)")
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--max-minutes", type=float,
+                        help="stop when this much training time is used")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the model and the loss")
+    parser.add_argument("--no-amp", action="store_true",
+                        help="train in float32 even on a bf16 GPU")
+    parser.add_argument("--device", help="cpu, cuda (this process's GPU) or cuda:N "
+                                         "(default: the local GPU if any)")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="prepare the data (vocabulary, encoding), then stop")
+    parser.add_argument("--start-over", action="store_true",
+                        help="when the run's checkpoints are unreadable or gone, train "
+                             "it again from step 0 (the old files and logs are kept "
+                             "aside)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (log lines only)")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="override profile fields, e.g. max_steps=50 "
+                             "model.P_drop=0.2")
+    args = parser.parse_args(argv)
+    profile = get_profile(args.profile)
+    for key, value in (("max_steps", args.max_steps),
+                       ("max_minutes", args.max_minutes)):
+        if value is not None:
+            args.set.append(f"{key}={value!r}")
+    if args.compile:
+        args.set.append("compile=True")
+    if args.no_amp:
+        args.set.append("amp=False")
+    # every setting, and the folder, is checked before any data is prepared (the folder
+    # by the first process only: it alone writes there)
+    main_process = int(os.environ.get("RANK", "0")) == 0
+    try:
+        profile = profile.replace(**parse_overrides(args.set, profile))
+        resolve_device(args.device)
+        out = Path(args.out or f"runs/{profile.name}")
+        with run_folder(out, main_process):
+            pass
+    except (ValueError, RunInUse) as err:
+        parser.error(str(err))
+    try:
+        if args.prepare_only:
+            with run_folder(out, main_process):
+                prepare_data(profile, out, Runtime(), args.data_dir)
+            print(f"data of {profile.name} ready in {out}")
+            return
+        summary = train(profile, out, args.data_dir, not args.no_progress, args.device,
+                        start_over=args.start_over)
+    except (CheckpointError, DownloadError, RunInUse, ValueError,
+            FileNotFoundError) as err:
+        sys.exit(f"error: {err}")
+    except KeyboardInterrupt:
+        # files are written whole or not at all: nothing half-made is kept
+        print(f"interrupted; to continue (from the last checkpoint, if any), run: "
+              f"{resume_command(profile, out) or 'the same command'}", file=sys.stderr)
+        sys.exit(130)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    if not summary:
+        return
+    print(json.dumps(summary, indent=1))
+    dev = (f", dev perplexity {summary['dev_ppl']:.2f}" if summary["dev_ppl"]
+           else "")
+    print(f"{profile.name}: {summary['steps']} steps ({summary['epochs']:.1f} epochs) "
+          f"in {summary['train_minutes']:.1f} min{dev}", file=sys.stderr)
+    if summary["stopped_by"]:
+        print(f"stopped by {summary['stopped_by']}; to resume, run: "
+              f"{resume_command(profile, out)}", file=sys.stderr)
+        sys.exit(128 + signal.Signals[summary["stopped_by"]].value)
+    print(f"next: python -m transformer.evaluate {shlex.quote(str(out))}",
+          file=sys.stderr)
+
+
 if __name__ == "__main__":
-    from transformer.cli import main
     main()

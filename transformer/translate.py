@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO, overload
 
 import transformer
-from transformer.checkpoint import CheckpointError, load_model
+from transformer.checkpoint import CheckpointError
 from transformer.data import Vocab, atomic_file, decode_line, read_lines
 from transformer.deploy import CTranslate2Model
-from transformer.distributed import resolve_device
 from transformer.evaluate import (TOO_LONG, TooLong, check_search, check_writable,
                                   length_penalty_alpha, positive_int, translate)
+from transformer.machine import resolve_device
 from transformer.model import Transformer
+from transformer.run import load_model
 
 # The averaged Multi30k model of chapter 6.1, part 2 (results/multi30k-cpu/results.json
 # describes its run); present in a checkout of the repository.

@@ -28,16 +28,15 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from transformer.checkpoint import RunInUse, load_model, run_lock
 from transformer.data import EOS, BatchStream, Vocab, atomic_file
-from transformer.distributed import (Runtime, StopRequest, keep_freed_memory,
-                                     prepare_data)
+from transformer.distributed import Runtime, StopRequest, keep_freed_memory
 from transformer.evaluate import evaluate_run, positive_int
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
 from transformer.profiles import PROFILES, Profile
-from transformer.runlog import read_log, write_record
-from transformer.selection import dev_ppl_at
+from transformer.run import (CURVE, RunInUse, dev_ppl_at, load_model, prepare_data,
+                             run_lock)
+from transformer.runlog import write_record
 from transformer.train import train
 
 # Table 3's order: base, A1-A4, B1-B2, C1-C7, D1-D4, E, big
@@ -96,8 +95,8 @@ def run_row(row: str, seed: int = 1, runs_dir: str | Path = "runs/table3-short",
         return json.loads(out.read_text())
     run = Path(runs_dir) / profile.name
     summary = train(profile, run, data_root, progress=progress)
-    dev = read_log(run / "dev_log.csv")
-    if len(dev.get("step", [])) == 0 or dev["step"][-1] != summary["steps"]:
+    dev_ppl = dev_ppl_at(run, summary["steps"])
+    if dev_ppl is None:
         raise RuntimeError(f"{run}: no dev perplexity at the last step "
                            f"{summary['steps']}; eval_every ({profile.eval_every}) "
                            f"must divide max_steps ({profile.max_steps})")
@@ -110,7 +109,7 @@ def run_row(row: str, seed: int = 1, runs_dir: str | Path = "runs/table3-short",
         "row": row, "seed": seed, "scale": SCALE,
         "config": asdict(TransformerConfig.preset(row, **profile.model)),
         "paper": TABLE3[row],
-        "dev_ppl": round(float(dev["dev_ppl"][-1]), 3),
+        "dev_ppl": round(dev_ppl, 3),
         "dev_bleu": scores["sacrebleu"],
         "dev_bleu_signature": scores["sacrebleu_signature"],
         "dev_sentences": scores["sentences"],
@@ -241,7 +240,7 @@ def train_epochs(profile: Profile, run: str | Path, epochs: int, epoch_steps: in
     measuring how much the encoder's output varies along a sentence
     (encoder_similarity). The curve is kept in run/dev_curve.json; a killed run
     resumes from it and from its checkpoints. Returns the curve."""
-    path = Path(run) / "dev_curve.json"
+    path = Path(run) / CURVE
     curve = json.loads(path.read_text()) if path.exists() else []
     if any(key not in point for point in curve for key in CURVE_KEYS):
         raise ValueError(f"{path} was written by an earlier version of the sweep (its "

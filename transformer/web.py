@@ -20,11 +20,12 @@ from pathlib import Path
 
 import torch
 
-from transformer.checkpoint import CheckpointError, load_model, run_profile
+from transformer.checkpoint import CheckpointError
 from transformer.corpora import load_split
 from transformer.data import BOS, EOS, Vocab, atomic_file
 from transformer.evaluate import check_writable
 from transformer.model import Transformer, TransformerConfig
+from transformer.run import load_model, run_profile
 from transformer.translate import SHIPPED_MODEL
 
 
