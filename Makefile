@@ -12,14 +12,14 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 # The corpora: $TRANSFORMER_DATA if set, else the offline copy beside the repository, if there is one
-# (otherwise transformer.data downloads them into ~/.cache/transformer-data on first use).
+# (otherwise transformer.corpora downloads them into ~/.cache/transformer-data on first use).
 ifeq ($(TRANSFORMER_DATA),)
 ifneq ($(wildcard ../shared/data),)
 export TRANSFORMER_DATA := $(abspath ../shared/data)
 endif
 endif
 
-.PHONY: install lab book execute test test-kernels export check-export benchmark result mutation clean
+.PHONY: install lab book execute test test-kernels export benchmark result mutation clean
 
 # nbval over the notebooks with the tiny profile: every stored output is compared, except cells tagged
 # nbval-ignore-output (each names its reason), after the substitutions in tools/nbval_sanitize.cfg.

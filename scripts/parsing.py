@@ -7,9 +7,10 @@
 
 The target side is the linearised trees, each bracket and XX one whole vocabulary entry
 (the profile's whole_target_words), and decoding can only write well-formed trees with one XX per
-word (transformer.parsing.TreeConstraint). Training goes in rounds of ROUND steps (about an epoch);
-after each round the last checkpoint parses the dev split greedily and is scored; training stops
-when dev F1 has not improved for PATIENCE rounds (or after --max-minutes of training). The round
+word (transformer.parsing.TreeConstraint). Training goes in rounds (transformer.rounds, the profile's
+round_steps: about an epoch); after each round the last checkpoint parses the dev split greedily and is
+scored; training stops when dev F1 has not improved for the profile's patience in rounds (or after
+--max-minutes of training). The round
 with the best dev F1 is the model (kept in runs/parsing-select/best.pt): the choice is made on dev
 only. Killed at any point, the command resumes where it stopped.
 
@@ -26,6 +27,7 @@ import random
 import sys
 import time
 from collections import Counter
+from dataclasses import astuple
 from pathlib import Path
 
 import torch
@@ -35,12 +37,12 @@ sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split  # noqa: E402
 from transformer.data import EOS, ParallelData, TokenArray, encode_pairs  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
-from transformer.run import BEST, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
+from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.evaluate import translate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
                                  read_treebank, with_tags)
 from transformer.runlog import write_record  # noqa: E402
-from transformer.selection import train_until_dev_stops  # noqa: E402
+from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.step import dev_loss  # noqa: E402
 
@@ -48,10 +50,6 @@ from transformer.step import dev_loss  # noqa: E402
 # entries (the trees' own symbols among them, whole), for 3,400 training trees on a CPU. The source and
 # the target use disjoint entries, so they get separate embedding tables (share_embeddings False): with
 # the paper's sharing, the output layer pushes every source piece the same way (chapter 6.3 measures it).
-ROUND = 100          # steps between dev evaluations: about one pass over the training trees
-PATIENCE = 4         # rounds without a better dev F1 before training stops
-MIN_ROUNDS = 15       # rounds trained before patience applies
-MAX_ROUNDS = 60      # the profile's 6000 steps
 # transformer/profiles.py: 4 layers of 128, P_drop 0.2, separate tables; and the same with the paper's
 # one table for source, target and output layer
 PROFILE, SHARED_PROFILE = get_profile("ptb-parse"), get_profile("ptb-parse-shared")
@@ -77,7 +75,7 @@ def score(outputs, gold):
 
 
 def dev_score(trees):
-    """score(model, vocab) for train_until_dev_stops: greedy, constrained F1 on `trees`."""
+    """score(model, vocab) for train_in_rounds: greedy, constrained F1 on `trees`."""
     def score_fn(model, vocab):
         started = time.time()
         scores, _, status = score(parse(model, vocab, trees, 1), trees)
@@ -133,9 +131,11 @@ def main(argv=None):
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
-    curve, best, stopped = train_until_dev_stops(
-        profile, run, data_root, dev_score(treebank["dev"]), "dev_f1", select_dir, ROUND, PATIENCE,
-        MIN_ROUNDS, MAX_ROUNDS, args.max_minutes)
+    # rounds, patience and the most rounds are the profile's (transformer/profiles.py says why)
+    curve, best, stopped = astuple(train_in_rounds(
+        profile, run, profile.round_steps, dev_score(treebank["dev"]),
+        dev_decides(profile, "dev_f1", args.max_minutes), key="dev_f1", best_path=select_dir / BEST,
+        curve_path=select_dir / CURVE, data_root=data_root))
 
     model, vocab, _ = load_model(select_dir / BEST)
     gold = treebank["test"]
@@ -168,7 +168,8 @@ def main(argv=None):
         "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
                      "train_minutes": curve[-1]["train_minutes"],
                      "train_pairs": curve[-1]["train_pairs"], "parameters": model.num_parameters(),
-                     "round_steps": ROUND, "patience": PATIENCE, "stopped_by": stopped},
+                     "round_steps": profile.round_steps, "patience": profile.patience,
+                     "stopped_by": stopped},
         "dev_curve": curve,
         "chosen": {"round": best["round"], "step": best["step"], "epoch": best["epoch"],
                    "dev_f1": best["dev_f1"], "by": "dev F1, greedy, constrained"},

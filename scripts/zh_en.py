@@ -9,9 +9,9 @@
 2. `zh-en`: our split, with no dev or test sentence in training (transformer.corpora.prepare_zh_en).
 
 Both runs use the same profile, sized for 6,800 pairs (a 6,000-entry joint vocabulary, about half
-of it the corpus's Chinese characters; d_model 128), and train in rounds of ROUND steps until greedy
-dev BLEU has not improved for PATIENCE rounds, counted from MIN_ROUNDS on
-(transformer.selection.train_until_dev_stops); the best round is the model. Test is translated once,
+of it the corpus's Chinese characters; d_model 128), and train in rounds until greedy dev BLEU has
+not improved for the profile's patience in rounds, counted from its min_rounds on
+(transformer.rounds.train_in_rounds); the best round is the model. Test is translated once,
 with beam 4 and alpha 0.6, and scored with sacreBLEU's Chinese tokenizer. Also recorded: perplexity
 on training sentences, and how often a translation repeats a word three times in a row. Killed at
 any point, the command resumes. Results go to results/zh-en/.
@@ -21,6 +21,7 @@ import json
 import re
 import sys
 import time
+from dataclasses import astuple
 from pathlib import Path
 
 
@@ -29,19 +30,15 @@ sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split, prepare_zh_en  # noqa: E402
 from transformer.data import encode_pairs  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
-from transformer.run import BEST, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
+from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.evaluate import translate  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
-from transformer.selection import train_until_dev_stops  # noqa: E402
+from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.step import dev_loss  # noqa: E402
 
 # A small post-norm model with the paper's recipe for 6,800 pairs of news text; P_drop 0.3 and the
 # 6,000-entry vocabulary set in advance for so small a corpus (the paper: 0.1 and 37,000 for 4.5M pairs).
-ROUND = 100          # steps between dev evaluations (the profile's eval_every): about one pass over the pairs
-PATIENCE = 5         # rounds without a better dev BLEU before training stops
-MIN_ROUNDS = 25       # rounds trained before patience applies: BLEU near 1 is mostly noise early on
-MAX_ROUNDS = 80      # the profile's 8000 steps
 PROFILE = get_profile("zh-en")          # transformer/profiles.py: d_model 128, P_drop 0.3
 BEAM, ALPHA = 4, 0.6
 # a word written three times in a row: the mark of a model that has not learned when to move on
@@ -62,7 +59,7 @@ def repeat_rate(hyps):
 
 
 def dev_bleu(pairs):
-    """score(model, vocab) for train_until_dev_stops: greedy BLEU on `pairs`."""
+    """score(model, vocab) for train_in_rounds: greedy BLEU on `pairs`."""
     def score(model, vocab):
         hyps = translate(model, vocab, [s for s, _ in pairs], beam_size=1, progress=False)
         return {"dev_bleu": round(zh_bleu(hyps, [t for _, t in pairs])[0], 2),
@@ -80,9 +77,11 @@ def run(corpus, runs, data_root, max_minutes):
     profile = PROFILE.replace(name=corpus, corpus=corpus)     # zh-en-tutorial: that profile
     out = runs / corpus
     dev = load_split(corpus, "dev", data_root)
-    curve, best, stopped = train_until_dev_stops(
-        profile, out, data_root, dev_bleu(dev), "dev_bleu", runs / f"{corpus}-select", ROUND, PATIENCE,
-        MIN_ROUNDS, MAX_ROUNDS, max_minutes)
+    # rounds, patience and the most rounds are the profile's (transformer/profiles.py says why)
+    select = runs / f"{corpus}-select"
+    curve, best, stopped = astuple(train_in_rounds(
+        profile, out, profile.round_steps, dev_bleu(dev), dev_decides(profile, "dev_bleu", max_minutes),
+        key="dev_bleu", best_path=select / BEST, curve_path=select / CURVE, data_root=data_root))
     model, vocab, _ = load_model(runs / f"{corpus}-select" / BEST)
     pairs = load_split(corpus, "test", data_root)
     started = time.time()
@@ -93,7 +92,8 @@ def run(corpus, runs, data_root, max_minutes):
     return {"corpus": corpus,
             "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
                          "train_minutes": curve[-1]["train_minutes"], "train_pairs": curve[-1]["train_pairs"],
-                         "parameters": model.num_parameters(), "round_steps": ROUND, "patience": PATIENCE, "stopped_by": stopped},
+                         "parameters": model.num_parameters(), "round_steps": profile.round_steps, "patience": profile.patience,
+                         "stopped_by": stopped},
             "dev_curve": curve,
             "chosen": {k: best[k] for k in ("round", "step", "epoch", "dev_bleu")},
             "test_sentences": len(pairs), "beam_size": BEAM, "alpha": ALPHA,

@@ -209,12 +209,13 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
     finally:
         sys.path.pop(0)
     tiny = dict(model={"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16, "d_v": 16},
-                save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2)
+                save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2, round_steps=2, patience=1,
+                min_rounds=1, max_rounds=3)
     monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
         vocab_size=600, **tiny | {"model": tiny["model"] | {"share_embeddings": False}}))
     monkeypatch.setattr(script, "SHARED_PROFILE", script.SHARED_PROFILE.replace(
         vocab_size=600, **tiny | {"model": tiny["model"] | {"share_embeddings": True}}))
-    for name, value in (("ROUND", 2), ("PATIENCE", 1), ("MIN_ROUNDS", 1), ("MAX_ROUNDS", 3), ("BEAM", 2), ("MAX_EXTRA", 10)):
+    for name, value in (("BEAM", 2), ("MAX_EXTRA", 10)):
         monkeypatch.setattr(script, name, value)
     argv = ["--run", str(tmp_path / "runs" / "parsing"), "--results", str(tmp_path / "results"),
             "--treebank", str(small)]

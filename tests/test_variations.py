@@ -9,7 +9,7 @@ from tests.conftest import need_corpus
 from transformer.run import checkpoint_file, checkpoint_paths
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
-from transformer import variations
+from transformer import rounds, variations
 from transformer.variations import (CLAIMS, LONG, LONG_SCALE, ROWS, SWEEP, choose_budget, claim_verdicts,
                                     claims_first, compare,
                                     load_records, main,
@@ -164,7 +164,7 @@ class Words:
 
 
 def test_encoder_similarity_is_one_for_a_collapsed_encoder_and_zero_for_orthogonal_positions():
-    from transformer.variations import encoder_similarity
+    from transformer.evaluate import encoder_similarity
     assert encoder_similarity(Encoder([[3.0, 1.0]] * 4), Words(), ["a b c"]) == pytest.approx(1.0)
     assert encoder_similarity(Encoder(torch.eye(4).tolist()), Words(), ["a b c"]) == pytest.approx(0.0)
     # two equal rows, one orthogonal: 1 similar pair of 3 (length does not matter, direction does)
@@ -228,15 +228,15 @@ def test_a_signal_during_the_dev_evaluation_stops_the_sweep_and_loses_no_epoch(t
     run, quiet = tmp_path / "run", dict(dev_sentences=3, progress=False, log=lambda msg: None)
     steps = variations.data_size(small, run, root)[0]
     scored = []
-    real_evaluate = variations.evaluate_run
+    real_translate = variations.translate
 
-    def evaluate_then_signal(*args, **kwargs):
+    def translate_then_signal(*args, **kwargs):
         scored.append(1)
         if len(scored) == 2:                  # the second epoch's evaluation
             os.kill(os.getpid(), signal.SIGINT)
-        return real_evaluate(*args, **kwargs)
+        return real_translate(*args, **kwargs)
 
-    monkeypatch.setattr(variations, "evaluate_run", evaluate_then_signal)
+    monkeypatch.setattr(variations, "translate", translate_then_signal)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -247,8 +247,8 @@ def test_a_signal_during_the_dev_evaluation_stops_the_sweep_and_loses_no_epoch(t
     assert len(json.loads((run / "dev_curve.json").read_text())) == 1
     assert checkpoint_paths(run)[-1] == checkpoint_file(run, 2 * steps)       # trained and saved, not scored
     trained = []
-    real_train = variations.train
-    monkeypatch.setattr(variations, "train", lambda p, *a, **k: trained.append(p.max_steps) or real_train(p, *a, **k))
+    real_train = rounds.train
+    monkeypatch.setattr(rounds, "train", lambda p, *a, **k: trained.append(p.max_steps) or real_train(p, *a, **k))
     curve = variations.train_epochs(small, run, 2, steps, root, **quiet)
     assert [p["step"] for p in curve] == [steps, 2 * steps]
     # the second epoch is not trained again: its call finds the checkpoint at its last step
@@ -328,8 +328,8 @@ def test_a_run_whose_curve_an_earlier_sweep_wrote_is_refused_before_training(tmp
     run = tmp_path / "run"
     run.mkdir()
     (run / "dev_curve.json").write_text(json.dumps([{"epoch": 1, "step": 10, "dev_ppl": 50, "dev_bleu": 5}]))
-    monkeypatch.setattr(variations, "train", lambda *a, **k: pytest.fail("trained"))
-    with pytest.raises(ValueError, match="earlier version of the sweep"):
+    monkeypatch.setattr(rounds, "train", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(ValueError, match="earlier version .* lack some of .*encoder_similarity"):
         variations.train_epochs(LONG, run, 3, 10, progress=False, log=lambda m: None)
 
 

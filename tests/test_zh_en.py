@@ -60,9 +60,9 @@ def test_the_zh_en_command_trains_both_runs_until_dev_stops_and_writes_its_recor
         sys.path.pop(0)
     monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
         model={"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16, "d_v": 16}, vocab_size=2200,
-        save_every_steps=2, eval_every=2, warmup_steps=2))
-    for name, value in (("ROUND", 2), ("PATIENCE", 1), ("MIN_ROUNDS", 1), ("MAX_ROUNDS", 2), ("BEAM", 2)):
-        monkeypatch.setattr(script, name, value)
+        save_every_steps=2, eval_every=2, warmup_steps=2, round_steps=2, patience=1, min_rounds=1,
+        max_rounds=2))
+    monkeypatch.setattr(script, "BEAM", 2)
     argv = ["--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results"),
             "--seed-dir", str(tmp_path / "seed")]
     script.main(argv)

@@ -7,7 +7,7 @@ __all__ = [
     "ROWS", "WIDTHS", "SCALE", "NOISE_SEEDS", "SWEEP", "check_row", "scaled_config", "row_profile",
     "record_path", "run_row", "sweep_plan", "load_records", "seed_spread", "row_mean", "compare",
     "LONG", "LONG_SCALE", "PILOT_LR", "PILOT_EPOCHS", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN",
-    "CURVE_KEYS", "data_size", "plateaued", "encoder_similarity", "COLLAPSED", "left_collapse",
+    "CURVE_KEYS", "data_size", "plateaued", "COLLAPSED", "left_collapse", "table3_dev_bleu",
     "train_epochs", "choose_budget", "decide_protocol", "row_epochs", "smallest_keys",
     "off_protocol", "diagnosis_name", "records_dir", "run_row_epochs", "second_seeds", "take_run",
     "converged_sweep", "EXAMPLES", "main", "CLAIMS", "claims_first", "claim_verdicts",
@@ -26,16 +26,16 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from transformer.data import EOS, BatchStream, Vocab, atomic_file
+from transformer.corpora import load_split
+from transformer.data import BatchStream, Vocab
 from transformer.distributed import Runtime, StopRequest, keep_freed_memory
-from transformer.evaluate import evaluate_run, positive_int
+from transformer.evaluate import evaluate_run, positive_int, sacre_bleu, translate
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
 from transformer.profiles import PROFILES, Profile
-from transformer.run import (CURVE, RunInUse, dev_ppl_at, load_model, prepare_data,
-                             run_lock)
+from transformer.rounds import budget, train_in_rounds
+from transformer.run import RunInUse, dev_ppl_at, prepare_data, run_lock
 from transformer.runlog import write_record
 from transformer.train import train
 
@@ -201,24 +201,6 @@ def plateaued(curve: list[dict], min_epochs: int = MIN_EPOCHS,
     return (before - min(p["dev_ppl"] for p in curve[-k:])) / before < gain
 
 
-@torch.no_grad()
-def encoder_similarity(model: Transformer, vocab: Vocab, sentences: list[str]) -> float:
-    """The mean cosine similarity between the encoder's outputs at two different
-    positions of the same sentence, over all such pairs in `sentences` (raw text).
-    Near 1, the encoder says the same thing at every position, and attention over
-    its output cannot tell one source word from another."""
-    was_training = model.training
-    model.eval()
-    total, pairs = 0.0, 0
-    for ids in vocab.encode(list(sentences)):
-        x = F.normalize(model.encode(torch.tensor([ids + [EOS]]))[0].float(), dim=-1)
-        # every pair of positions but each position with itself
-        total += (x @ x.T).sum().item() - len(x)
-        pairs += len(x) * (len(x) - 1)
-    model.train(was_training)
-    return total / max(pairs, 1)
-
-
 # the encoder similarity below which a run counts as out of the collapsed state
 COLLAPSED = 0.9
 
@@ -229,54 +211,33 @@ def left_collapse(curve: list[dict], below: float = COLLAPSED) -> int | None:
     return next((p["epoch"] for p in curve if p["encoder_similarity"] < below), None)
 
 
+def table3_dev_bleu(pairs: list[tuple[str, str]]) -> Callable[[Transformer, Vocab], dict]:
+    """Table 3's dev score of a model: BLEU of its beam search (beam 4, alpha 0.6) over
+    `pairs`, sacreBLEU cased, to two decimals."""
+    def score(model, vocab):
+        hyps = translate(model, vocab, [s for s, _ in pairs], beam_size=4, alpha=0.6,
+                         progress=False)
+        return {"dev_bleu": round(sacre_bleu(hyps, [t for _, t in pairs])[0], 2)}
+    return score
+
+
 def train_epochs(profile: Profile, run: str | Path, epochs: int, epoch_steps: int,
                  data_root: str | Path | None = None, dev_sentences: int | None = None,
                  stop: Callable[[list[dict]], bool] | None = None,
                  progress: bool = True, log: Callable[[str], None] = print
                 ) -> list[dict]:
-    """Train `profile` into `run` one epoch (epoch_steps) at a time, up to `epochs` or
-    until stop(curve), scoring the dev set after each epoch as Table 3 does: perplexity
-    per piece, and BLEU with beam 4 and alpha 0.6 of the last checkpoint alone; and
-    measuring how much the encoder's output varies along a sentence
-    (encoder_similarity). The curve is kept in run/dev_curve.json; a killed run
-    resumes from it and from its checkpoints. Returns the curve."""
-    path = Path(run) / CURVE
-    curve = json.loads(path.read_text()) if path.exists() else []
-    if any(key not in point for point in curve for key in CURVE_KEYS):
-        raise ValueError(f"{path} was written by an earlier version of the sweep (its "
-                         f"epochs lack some of {', '.join(CURVE_KEYS)}); train this "
-                         f"row into another runs folder")
-    # Outside the training loop (a dev evaluation, between epochs) a signal stops the
-    # run at once (as KeyboardInterrupt or SystemExit): the epoch's checkpoint is saved
-    # before its evaluation starts, so only the evaluation is redone. This holds even
-    # where SIGINT came in ignored, as it does for a command started with `&` from a
-    # script.
-    with StopRequest():
-        while len(curve) < epochs and not (stop and stop(curve)):
-            step = (len(curve) + 1) * epoch_steps
-            summary = train(profile.replace(max_steps=step, eval_every=epoch_steps,
-                                            save_every_steps=epoch_steps), run,
-                            data_root, progress=progress, log=log)
-            if summary["stopped_by"]:
-                sys.exit(f"stopped by {summary['stopped_by']}; run the same command "
-                         f"again to resume")
-            started = time.time()
-            scores = evaluate_run(run, "dev", average_last=1, beam_size=4, alpha=0.6,
-                                  data_root=data_root, max_sentences=dev_sentences,
-                                  progress=False)
-            model, vocab, _ = load_model(run, average_last=1)
-            curve.append({"epoch": round(summary["epochs"], 2), "step": step,
-                          "dev_ppl": round(dev_ppl_at(run, step), 3),
-                          "dev_bleu": scores["sacrebleu"],
-                          "encoder_similarity": round(encoder_similarity(
-                              model, vocab, scores["sources"]), 4),
-                          "train_minutes": round(summary["train_minutes"], 2),
-                          "eval_minutes": round((time.time() - started) / 60, 2)})
-            log(f"{profile.name}: epoch {len(curve)}, dev perplexity "
-                f"{curve[-1]['dev_ppl']}, dev BLEU {curve[-1]['dev_bleu']}")
-            with atomic_file(path) as tmp:
-                tmp.write_text(json.dumps(curve, indent=1) + "\n")
-    return curve
+    """Table 3's rounds: train `profile` into `run` one epoch (epoch_steps) at a time
+    (rounds.train_in_rounds), up to `epochs` or until stop(curve), scoring each epoch's
+    last checkpoint alone on the first `dev_sentences` dev pairs as Table 3 does
+    (table3_dev_bleu), with the encoder's similarity over the same sentences. Returns
+    the curve, kept in run/CURVE."""
+    pairs = load_split(profile.corpus, "dev", data_root)[:dev_sentences]
+    rules = [budget(rounds=epochs)]
+    if stop:
+        rules.append(lambda curve: "dev perplexity levelled off" if stop(curve) else None)
+    return train_in_rounds(profile, run, epoch_steps, table3_dev_bleu(pairs), rules,
+                           sentences=[s for s, _ in pairs], needs=CURVE_KEYS,
+                           data_root=data_root, progress=progress, log=log).curve
 
 
 def choose_budget(runs_dir: str | Path = "runs/table3",

@@ -1,0 +1,60 @@
+"""Training in rounds (transformer.rounds): the stop rules, the kept model, the encoder's similarity in every
+round, a curve of another purpose refused, and a second call that resumes instead of training again."""
+import json
+
+import pytest
+
+from tests.conftest import need_corpus
+from transformer.profiles import get_profile
+from transformer.rounds import budget, dev_decides, patience, train_in_rounds
+from transformer.run import load_model
+
+
+def test_rounds_stop_by_patience_after_the_minimum_and_keep_the_best(tmp_path):
+    need_corpus("multi30k", "train", "dev")
+    profile = get_profile("tiny", keep_last=2, patience=2, min_rounds=5)
+    scores = iter([1.0, 3.0, 2.0, 2.5, 2.9, 2.0, 9.0])
+    seen = []
+
+    def score(model, vocab):
+        seen.append(model.num_parameters())
+        return {"dev_x": next(scores)}
+
+    run, select = tmp_path / "run", tmp_path / "select"
+    rounds = train_in_rounds(profile, run, 2, score, dev_decides(profile, "dev_x"), key="dev_x",
+                             best_path=select / "best.pt", curve_path=select / "curve.json",
+                             sentences=["A dog runs.", "Two men sit on a bench."], log=lambda msg: None)
+    curve, best, why = rounds.curve, rounds.best, rounds.stopped
+    # round 2 is best; rounds 3 and 4 do not beat it, but patience waits for the fifth round
+    assert [p["dev_x"] for p in curve] == [1.0, 3.0, 2.0, 2.5, 2.9]
+    assert best["round"] == 2 and "not better for 2 rounds" in why
+    assert [p["step"] for p in curve] == [2, 4, 6, 8, 10] and [p["round"] for p in curve] == [1, 2, 3, 4, 5]
+    # every round says whether its encoder tells positions apart, and what the trainer logged on dev
+    assert all(0 <= p["encoder_similarity"] <= 1 and p["dev_ppl"] > 1 for p in curve)
+    assert json.loads((select / "curve.json").read_text()) == curve
+    # best.pt is round 2's model, not the last one
+    kept, _, _ = load_model(select / "best.pt")
+    last, _, _ = load_model(run, 1)
+    assert any((a != b).any() for a, b in zip(kept.state_dict().values(), last.state_dict().values()))
+    # a second call trains nothing and scores nothing: the curve already says stop
+    again = train_in_rounds(profile, run, 2, score, dev_decides(profile, "dev_x"), key="dev_x",
+                            best_path=select / "best.pt", curve_path=select / "curve.json",
+                            sentences=["A dog runs."], log=lambda msg: None)
+    assert again == rounds and len(seen) == 5
+
+
+def test_stop_rules_read_the_rounds_so_far():
+    curve = [{"x": x, "train_minutes": m} for x, m in ((1, 1.0), (3, 2.0), (2, 3.0), (2.5, 4.0))]
+    assert patience("x", 2)(curve) == "x not better for 2 rounds"
+    assert patience("x", 2, min_rounds=5)(curve) is None and patience("x", 3)(curve) is None
+    assert budget(rounds=4)(curve) == "4 rounds" and budget(rounds=5)(curve) is None
+    assert budget(minutes=4)(curve) == "the 4-minute training budget" and budget(minutes=5)(curve) is None
+    assert all(rule([]) is None for rule in (patience("x", 1), budget(rounds=1), budget(minutes=1)))
+
+
+def test_a_curve_written_for_another_purpose_is_refused(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "dev_curve.json").write_text(json.dumps([{"step": 2, "dev_x": 1.0}]))
+    with pytest.raises(ValueError, match="lack some of dev_bleu"):
+        train_in_rounds(get_profile("tiny"), tmp_path / "run", 2, lambda m, v: {}, [budget(rounds=1)],
+                        needs=("dev_bleu",), sentences=["a"])
