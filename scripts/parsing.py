@@ -35,16 +35,15 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split  # noqa: E402
-from transformer.data import EOS, ParallelData, TokenArray, encode_pairs  # noqa: E402
-from transformer.distributed import Runtime  # noqa: E402
-from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
+from transformer.data import EOS  # noqa: E402
 from transformer.evaluate import translate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
                                  read_treebank, with_tags)
-from transformer.runlog import write_record  # noqa: E402
-from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.step import dev_loss  # noqa: E402
+from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
+from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
+from transformer.step import pairs_loss  # noqa: E402
 
 # The paper's parser had 4 layers of d_model 1024 and a 16K vocabulary; here 4 layers of 128 and 4000
 # entries (the trees' own symbols among them, whole), for 3,400 training trees on a CPU. The source and
@@ -86,14 +85,11 @@ def dev_score(trees):
 
 def shuffled_source_loss(model, vocab, pairs, seed=0):
     """Dev loss per target token with each tree paired with its own sentence, and with another's."""
-    data, _ = encode_pairs(vocab, pairs)
-    order = list(range(len(data)))
+    order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
-    shuffled = ParallelData(TokenArray.from_lists([data.src[i] for i in order]), data.tgt)
-    rt = Runtime()
-    eps = model.cfg.eps_ls
-    return {name: round(dev_loss(model, d, PROFILE.max_tokens, eps, rt, amp=False)["dev_nll"], 4)
-            for name, d in (("own_sentence", data), ("another_sentence", shuffled))}
+    shuffled = [(pairs[order[i]][0], tgt) for i, (_, tgt) in enumerate(pairs)]
+    return {name: round(pairs_loss(model, vocab, p, PROFILE.max_tokens)["dev_nll"], 4)
+            for name, p in (("own_sentence", pairs), ("another_sentence", shuffled))}
 
 
 @torch.no_grad()

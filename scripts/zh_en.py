@@ -28,30 +28,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split, prepare_zh_en  # noqa: E402
-from transformer.data import encode_pairs  # noqa: E402
-from transformer.distributed import Runtime  # noqa: E402
-from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
-from transformer.evaluate import translate  # noqa: E402
-from transformer.runlog import write_record  # noqa: E402
-from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
+from transformer.evaluate import sacre_bleu, translate  # noqa: E402
+from transformer.paper import DECODING  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.step import dev_loss  # noqa: E402
+from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
+from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
+from transformer.runlog import write_record  # noqa: E402
+from transformer.step import pairs_loss  # noqa: E402
 
 # A small post-norm model with the paper's recipe for 6,800 pairs of news text; P_drop 0.3 and the
 # 6,000-entry vocabulary set in advance for so small a corpus (the paper: 0.1 and 37,000 for 4.5M pairs).
 PROFILE = get_profile("zh-en")          # transformer/profiles.py: d_model 128, P_drop 0.3
-BEAM, ALPHA = 4, 0.6
+BEAM, ALPHA = DECODING["beam_size"], DECODING["alpha"]  # the paper's search
 # a word written three times in a row: the mark of a model that has not learned when to move on
 REPEAT = re.compile(r"(\S+)( \1){2}")
 
 
 def zh_bleu(hyps, refs):
     """sacreBLEU with its Chinese tokenizer (each CJK character is a token): (score, signature)."""
-    import sacrebleu
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-    metric = sacrebleu.metrics.BLEU(tokenize="zh")
-    return metric.corpus_score(hyps, [refs]).score, str(metric.get_signature())
+    return sacre_bleu(hyps, refs, tokenize="zh")
 
 
 def repeat_rate(hyps):
@@ -69,8 +64,7 @@ def dev_bleu(pairs):
 
 def perplexity(model, vocab, pairs):
     """Perplexity per target piece on `pairs`, without dropout."""
-    data, _ = encode_pairs(vocab, pairs)
-    return round(dev_loss(model, data, PROFILE.max_tokens, model.cfg.eps_ls, Runtime(), amp=False)["dev_ppl"], 3)
+    return round(pairs_loss(model, vocab, pairs, PROFILE.max_tokens)["dev_ppl"], 3)
 
 
 def run(corpus, runs, data_root, max_minutes):

@@ -178,7 +178,7 @@ def test_the_evaluation_command_s_defaults_and_help(finished_run, monkeypatch, c
         main(["--help"])
     usage = " ".join(capsys.readouterr().out.split())
     assert usage.startswith("usage: python -m transformer.evaluate ")
-    assert "Translation of raw text, sacreBLEU and tokenised BLEU, and the evaluation of a run" in usage
+    assert "Translation of raw text, sacreBLEU and tokenised BLEU, the attention and the encoder's similarity" in usage
     assert "--average AVERAGE average the last N checkpoints (default: the profile's) --beam BEAM beam size " \
            "(1: greedy; default 4) --alpha" in usage
     assert "--hyps HYPS write the translations to this file" in usage and "examples:" in usage

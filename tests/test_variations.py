@@ -9,12 +9,11 @@ from tests.conftest import need_corpus
 from transformer.run import checkpoint_file, checkpoint_paths
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
-from transformer import rounds, variations
-from transformer.variations import (CLAIMS, LONG, LONG_SCALE, ROWS, SWEEP, choose_budget, claim_verdicts,
-                                    claims_first, compare,
-                                    load_records, main,
-                                    plateaued, record_path, row_epochs, row_profile, run_row, run_row_epochs,
-                                    scaled_config, second_seeds, seed_spread, sweep_plan)
+from transformer import rounds, table3, variations
+from transformer.table3 import (CLAIMS, LONG_SCALE, ROWS, claim_verdicts, compare, load_records, record_path,
+                                scaled_config, second_seeds, seed_spread)
+from transformer.variations import (LONG, SWEEP, choose_budget, claims_first, main, plateaued, row_epochs,
+                                    row_profile, run_row, run_row_epochs, sweep_plan)
 
 
 def test_table3_rows_are_the_presets_and_every_row_scales():
@@ -200,7 +199,7 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     assert json.loads((results / "protocol.json").read_text()) == protocol and "commit" in protocol
     assert json.loads((results / "pilot.json").read_text())["pilot"] == protocol["pilot"]
     # read back, not decided again
-    monkeypatch.setattr(variations, "train", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr(rounds, "train", lambda *a, **k: pytest.fail("trained again"))
     assert choose_budget(runs, results, root, **quiet) == protocol
     # the base row's first seed is the protocol's run, cut at the budget
     base = run_row_epochs("base", 1, protocol, runs, results, root, command="test", **quiet)
@@ -419,7 +418,7 @@ def test_the_command_diagnoses_only_named_rows_of_the_converged_sweep(tmp_path, 
 
 def test_a_run_leaves_the_collapse_at_the_first_epoch_below_the_threshold():
     curve = [{"epoch": e, "encoder_similarity": s}
-             for e, s in enumerate([0.99, variations.COLLAPSED, 0.85, 0.93], start=1)]
-    assert variations.left_collapse(curve) == 3          # the threshold itself is collapsed
-    assert variations.left_collapse(curve[:2]) is None
-    assert variations.left_collapse(curve, below=0.995) == 1
+             for e, s in enumerate([0.99, table3.COLLAPSED, 0.85, 0.93], start=1)]
+    assert table3.left_collapse(curve) == 3          # the threshold itself is collapsed
+    assert table3.left_collapse(curve[:2]) is None
+    assert table3.left_collapse(curve, below=0.995) == 1

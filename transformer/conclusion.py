@@ -4,24 +4,19 @@
 section 7)."""
 
 __all__ = [
-    "hardware_text", "converged_table3", "ledger",
+    "converged_table3", "ledger",
 ]
 
 import json
 from collections import Counter
 from pathlib import Path
 
+from transformer.machine import hardware_line
 from transformer.model import PRESETS
 from transformer.paper import TABLE2, TABLE3, TABLE4
 from transformer.run import run_profile
-from transformer.variations import (LONG, claim_verdicts, load_records, second_seeds,
-                                    seed_spread)
-
-
-def hardware_text(h: dict) -> str:
-    gpu = h.get("gpu") or "no GPU"
-    threads = f"{h['torch_threads']} thread{'s' if h['torch_threads'] != 1 else ''}"
-    return f"{h['cpu']}, {h['cores']} cores, {threads}, {gpu}"
+from transformer.table3 import claim_verdicts, load_records, second_seeds, seed_spread
+from transformer.variations import LONG
 
 
 def converged_table3(protocol: dict, records: dict) -> dict:
@@ -135,5 +130,5 @@ def ledger(results: str | Path) -> list[dict]:
             hardware=vis["hardware"], command=vis["command"]))
     for row in rows:
         row["gpu"] = row["hardware"].get("gpu")
-        row["hardware"] = hardware_text(row["hardware"])
+        row["hardware"] = hardware_line(row["hardware"])
     return rows

@@ -3,14 +3,20 @@
 """Greedy decoding and beam search with cached keys and values (paper section 6.1)."""
 
 __all__ = [
-    "next_token_logits", "output_limits", "simple_greedy_decode", "length_penalty", "reorder_cache",
-    "simple_beam_search", "sequence_logprob", "decoding", "greedy_decode", "beam_search",
+    "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "simple_greedy_decode",
+    "length_penalty", "reorder_cache", "simple_beam_search", "sequence_logprob", "decoding",
+    "greedy_decode", "beam_search",
 ]
 
 import contextlib
 from collections.abc import Callable, Iterator
 
 import torch
+
+from transformer.paper import DECODING
+
+# the paper's search, as decoding's defaults: beam 4, alpha 0.6, input length + 50
+BEAM, ALPHA, MAX_EXTRA = (DECODING[k] for k in ("beam_size", "alpha", "max_extra"))
 
 
 def next_token_logits(model: torch.nn.Module, prefix: torch.Tensor,
@@ -34,7 +40,7 @@ def output_limits(src: torch.Tensor, pad_id: int, max_extra: int, max_len: int
 
 @torch.no_grad()
 def simple_greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
-                         eos_id: int, max_extra: int = 50, use_cache: bool = True
+                         eos_id: int, max_extra: int = MAX_EXTRA, use_cache: bool = True
                         ) -> torch.Tensor:
     """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding
     after each sentence).
@@ -89,8 +95,8 @@ def reorder_cache(cache: dict, rows: torch.Tensor,
 
 @torch.no_grad()
 def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
-                       eos_id: int, beam_size: int = 4, alpha: float = 0.6,
-                       max_extra: int = 50, use_cache: bool = True,
+                       eos_id: int, beam_size: int = BEAM, alpha: float = ALPHA,
+                       max_extra: int = MAX_EXTRA, use_cache: bool = True,
                        trace: list | None = None, nbest: int | None = None
                       ) -> torch.Tensor | list[list[tuple[float, list[int]]]]:
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
@@ -208,7 +214,7 @@ def decoding(model: torch.nn.Module) -> Iterator[None]:
 
 @torch.inference_mode()
 def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
-                  max_extra: int = 50, use_cache: bool = True,
+                  max_extra: int = MAX_EXTRA, use_cache: bool = True,
                   allowed: Callable | None = None) -> torch.Tensor:
     """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding
     after each sentence).
@@ -258,7 +264,7 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
 
 @torch.inference_mode()
 def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
-                beam_size: int = 4, alpha: float = 0.6, max_extra: int = 50,
+                beam_size: int = BEAM, alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
                 use_cache: bool = True, allowed: Callable | None = None
                 ) -> torch.Tensor:
     """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from transformer.checkpoint import CheckpointError, save_model
 from transformer.data import EOS, Vocab
+from transformer.decode import ALPHA, BEAM, MAX_EXTRA
 from transformer.evaluate import (check_search, check_writable, fit_lengths,
                                   length_batches, positive_int)
 from transformer.model import Transformer, TransformerConfig
@@ -190,8 +191,9 @@ class CTranslate2Model:
                                                  compute_type=compute_type,
                                                  inter_threads=1, intra_threads=threads)
 
-    def translate_ids(self, sources: list[list[int]], beam_size: int = 4,
-                      alpha: float = 0.6, max_extra: int = 50, nbest: int | None = None
+    def translate_ids(self, sources: list[list[int]], beam_size: int = BEAM,
+                      alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
+                      nbest: int | None = None
                      ) -> list[list[int]] | list[list[tuple[list[int], float]]]:
         """Source id lists (without </s>) -> output id lists (without </s>), decoded as
         one batch; with nbest, each source's nbest (ids, score) pairs, best first.
@@ -212,9 +214,10 @@ class CTranslate2Model:
                     for r in results]
         return [ids(r.hypotheses[0]) for r in results]
 
-    def translate(self, sentences: str | Iterable[str], beam_size: int = 4,
-                  alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 20000,
-                  too_long: str = "error", nbest: int | None = None
+    def translate(self, sentences: str | Iterable[str], beam_size: int = BEAM,
+                  alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
+                  batch_tokens: int = 20000, too_long: str = "error",
+                  nbest: int | None = None
                  ) -> str | list[str] | list[list[tuple[str, float]]]:
         """Raw sentences -> raw translations, batched by length as evaluate.translate
         does, with its rules for blank and over-long sentences (and, with nbest, lists

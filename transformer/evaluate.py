@@ -28,8 +28,8 @@ from tqdm import tqdm
 from transformer.checkpoint import CheckpointError
 from transformer.corpora import load_split, split_paths
 from transformer.data import BOS, EOS, PAD, Vocab, atomic_file, read_lines
-from transformer.decode import (beam_search, decoding, greedy_decode, simple_beam_search,
-                                simple_greedy_decode)
+from transformer.decode import (ALPHA, BEAM, MAX_EXTRA, beam_search, decoding,
+                                greedy_decode, simple_beam_search, simple_greedy_decode)
 from transformer.machine import resolve_device
 from transformer.model import Transformer
 from transformer.run import load_model, run_profile
@@ -101,7 +101,7 @@ def check_search(beam_size: int, alpha: float, batch_tokens: int) -> None:
 
 @torch.no_grad()
 def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
-              beam_size: int = 4, alpha: float = 0.6, max_extra: int = 50,
+              beam_size: int = BEAM, alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
               batch_tokens: int = 20000, progress: bool = True,
               constrain: Callable | None = None, search: str = "fast",
               too_long: str = "error", nbest: int | None = None
@@ -174,13 +174,14 @@ def check_parallel(hyps: list[str], refs: list[str]) -> None:
         raise ValueError("no sentences to score")
 
 
-def sacre_bleu(hyps: Iterable[str], refs: Iterable[str], lowercase: bool = False
-              ) -> tuple[float, str]:
+def sacre_bleu(hyps: Iterable[str], refs: Iterable[str], lowercase: bool = False,
+               tokenize: str | None = None) -> tuple[float, str]:
     """sacreBLEU on detokenised text: (score, signature). `lowercase` ignores case
-    (signature case:lc)."""
+    (signature case:lc); `tokenize` names another of sacreBLEU's tokenizers ("zh" for
+    Chinese, where each character is a token; default 13a)."""
     import sacrebleu
     check_parallel(hyps, refs)
-    metric = sacrebleu.metrics.BLEU(lowercase=lowercase)
+    metric = sacrebleu.metrics.BLEU(lowercase=lowercase, tokenize=tokenize)
     score = metric.corpus_score(list(hyps), [list(refs)])
     return score.score, str(metric.get_signature())
 
@@ -220,14 +221,12 @@ def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor
     inputs = {}
     handles = [m.register_forward_pre_hook(lambda m, args: inputs.__setitem__(m, args))
                for ms in modules.values() for m in ms]
-    was_training = model.training
     try:
-        model.eval()
-        model(src, tgt_in)
-        return {kind: torch.stack([m.attention_weights(*inputs[m])[0] for m in ms])
-                for kind, ms in modules.items()}
+        with decoding(model):
+            model(src, tgt_in)
+            return {kind: torch.stack([m.attention_weights(*inputs[m])[0] for m in ms])
+                    for kind, ms in modules.items()}
     finally:
-        model.train(was_training)
         for handle in handles:
             handle.remove()
 
@@ -241,7 +240,8 @@ def encoder_similarity(model: Transformer, vocab: Vocab, sentences: list[str]) -
     total, pairs = 0.0, 0
     with decoding(model):
         for ids in vocab.encode(list(sentences)):
-            x = F.normalize(model.encode(torch.tensor([ids + [EOS]]))[0].float(), dim=-1)
+            states = model.encode(torch.tensor([ids + [EOS]]))[0].float()
+            x = F.normalize(states, dim=-1)
             # every pair of positions but each position with itself
             total += (x @ x.T).sum().item() - len(x)
             pairs += len(x) * (len(x) - 1)
@@ -301,8 +301,8 @@ def write_lines(lines: Iterable[str], path: str | Path) -> None:
 
 
 def evaluate_run(run_dir: str | Path, split: str = "test",
-                 average_last: int | None = None, beam_size: int = 4,
-                 alpha: float = 0.6,
+                 average_last: int | None = None, beam_size: int = BEAM,
+                 alpha: float = ALPHA,
                  data_root: str | Path | None = None,
                  max_sentences: int | None = None, progress: bool = True,
                  device: str | torch.device = "cpu", src: str | Path | None = None,
@@ -366,10 +366,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ref", help="the reference translations of --src")
     parser.add_argument("--average", type=positive_int,
                         help="average the last N checkpoints (default: the profile's)")
-    parser.add_argument("--beam", type=positive_int, default=4,
-                        help="beam size (1: greedy; default 4)")
-    parser.add_argument("--alpha", type=length_penalty_alpha, default=0.6,
-                        help="length penalty exponent (default 0.6)")
+    parser.add_argument("--beam", type=positive_int, default=BEAM,
+                        help=f"beam size (1: greedy; default {BEAM})")
+    parser.add_argument("--alpha", type=length_penalty_alpha, default=ALPHA,
+                        help=f"length penalty exponent (default {ALPHA})")
     parser.add_argument("--data-dir",
                         help="corpus cache directory (default $TRANSFORMER_DATA)")
     parser.add_argument("--device", default=None,

@@ -4,7 +4,7 @@
 (paper section 1's timings are the first), and the device a command runs on."""
 
 __all__ = [
-    "cpu_name", "cpu_has_bf16", "hardware", "resolve_device",
+    "cpu_name", "cpu_has_bf16", "hardware", "hardware_line", "resolve_device",
 ]
 
 import os
@@ -47,6 +47,13 @@ def hardware() -> dict:
             "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
             "cpu_bf16": cpu_has_bf16(),
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
+
+
+def hardware_line(hw: dict) -> str:
+    """A record's machine in one line: CPU, cores, torch threads, GPU (or none)."""
+    gpu = hw.get("gpu") or "no GPU"
+    threads = f"{hw['torch_threads']} thread{'s' if hw['torch_threads'] != 1 else ''}"
+    return f"{hw['cpu']}, {hw['cores']} cores, {threads}, {gpu}"
 
 
 def resolve_device(name: str | None, local_rank: int = 0,

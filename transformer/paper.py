@@ -4,7 +4,7 @@
 measured by this book."""
 
 __all__ = [
-    "SOURCE", "TABLE2", "TRAINING", "TABLE3", "TABLE4",
+    "SOURCE", "TABLE2", "TRAINING", "DECODING", "TABLE3", "TABLE4",
 ]
 
 SOURCE = "Vaswani et al., Attention Is All You Need, NeurIPS 2017 (arXiv:1706.03762v7)"
@@ -37,6 +37,9 @@ TABLE2 = {
 # with 8 P100 GPUs.
 TRAINING = {"base": dict(steps=100_000, hours=12, gpus="8 x P100"),
             "big": dict(steps=300_000, hours=84, gpus="8 x P100")}
+# How the paper decoded its translations (section 6.1): beam search with 4 beams, length
+# penalty alpha 0.6, outputs up to the input's length + 50.
+DECODING = dict(beam_size=4, alpha=0.6, max_extra=50)
 
 # Table 3: newstest2013 perplexity (per word piece), BLEU and parameters in millions,
 # keyed by the preset names of transformer.model.PRESETS, which hold each row's

@@ -72,8 +72,8 @@ class Profile:
     cpu_bf16: bool = False
     compile: bool = False
     # Training in rounds (rounds.train_in_rounds), for a recipe whose length the dev set
-    # decides: steps per round, rounds without a better dev score before it stops, rounds
-    # before that rule applies, and the most rounds it may train.
+    # decides: steps per round, rounds without a better dev score before it stops,
+    # rounds before that rule applies, and the most rounds it may train.
     round_steps: int | None = None
     patience: int | None = None
     min_rounds: int = 1
@@ -201,9 +201,9 @@ PROFILES = {p.name: p for p in [
             max_tokens=3000, tokens_per_step=3000, warmup_steps=400, lr_factor=0.8,
             max_steps=6000, save_every_steps=100, keep_last=2, average_last=1,
             eval_every=100, amp=False,
-            # a round of 100 steps is about one pass over the 3,400 training trees; early
-            # dev F1 sits at a floor and only wobbles, so patience counts from round 15;
-            # 60 rounds are the profile's 6000 steps
+            # a round of 100 steps is about one pass over the 3,400 training trees;
+            # early dev F1 sits at a floor and only wobbles, so patience counts from
+            # round 15; 60 rounds are the profile's 6000 steps
             round_steps=100, patience=4, min_rounds=15, max_rounds=60),
     # Appendix A1: English->Chinese, trained the same way by scripts/zh_en.py
     Profile("zh-en", "zh-en", "small", "English->Chinese, 6.8k pairs, CPU",

@@ -43,7 +43,8 @@ def patience(key: str, rounds: int, min_rounds: int = 1) -> StopRule:
     wobble."""
     def rule(curve):
         best = best_round(curve, key)
-        if best and len(curve) >= min_rounds and len(curve) - curve.index(best) > rounds:
+        waited = len(curve) - 1 - curve.index(best) if best else 0
+        if len(curve) >= min_rounds and waited >= rounds:
             return f"{key} not better for {rounds} rounds"
         return None
     return rule
@@ -64,8 +65,8 @@ def dev_decides(profile: Profile, key: str, minutes: float | None = None
                 ) -> list[StopRule]:
     """The stop rules of a profile whose length the dev set decides: patience on `key`
     as the profile says, a budget of minutes, and the profile's most rounds."""
-    return [patience(key, profile.patience, profile.min_rounds), budget(minutes=minutes),
-            budget(rounds=profile.max_rounds)]
+    return [patience(key, profile.patience, profile.min_rounds),
+            budget(minutes=minutes), budget(rounds=profile.max_rounds)]
 
 
 @dataclass
@@ -82,7 +83,8 @@ def train_in_rounds(profile: Profile, run: str | Path, round_steps: int,
                     curve_path: str | Path | None = None,
                     sentences: list[str] | None = None,
                     needs: tuple[str, ...] = (), data_root: str | Path | None = None,
-                    progress: bool = True, log: Callable[[str], None] = print) -> Rounds:
+                    progress: bool = True, log: Callable[[str], None] = print
+                    ) -> Rounds:
     """Train `profile` into `run` `round_steps` steps at a time. After each round the
     last checkpoint's model is loaded once and measured: the trainer's dev perplexity,
     score(model, vocab) (a dict, holding `key` when there is one), and the encoder's

@@ -24,7 +24,7 @@ from tqdm import tqdm
 import transformer
 from transformer.data import atomic_file
 from transformer.distributed import Runtime
-from transformer.machine import cpu_name, hardware
+from transformer.machine import hardware
 from transformer.profiles import Profile
 from transformer.run import DEV_LOG, RUN_INFO, TENSORBOARD, TRAIN_LOG
 
@@ -78,13 +78,11 @@ def record_run_info(out_dir: str | Path, rt: Runtime) -> None:
     commit = git_commit()
     info_path = Path(out_dir) / RUN_INFO
     runs = json.loads(info_path.read_text()) if info_path.exists() else []
-    runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit,
-                 "host": platform.node(), "cpu": cpu_name(),
-                 "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                 "torch": torch.__version__, "device": str(rt.device),
-                 "gpu": (torch.cuda.get_device_name(rt.device)
-                         if rt.device.type == "cuda" else None),
-                 "world_size": rt.world, "command": command_line()})
+    # the same machine description as every results record (machine.hardware), in UTC
+    runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                 "commit": commit, "host": platform.node(), "device": str(rt.device),
+                 "world_size": rt.world, "hardware": hardware(),
+                 "command": command_line()})
     info_path.write_text(json.dumps(runs, indent=1))
 
 

@@ -5,9 +5,11 @@
 
 __all__ = [
     "batch_seed", "bf16_wanted", "autocast", "train_step", "StepData", "StepFeeder", "dev_loss",
+    "pairs_loss",
 ]
 
 import contextlib
+import types
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,7 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from transformer.data import PAD, BatchStream, ParallelData, collate, split_batch
+from transformer.data import (PAD, BatchStream, ParallelData, Vocab, collate,
+                              encode_pairs, split_batch)
 from transformer.loss import label_smoothed_nll
 from transformer.machine import cpu_has_bf16
 from transformer.profiles import Profile
@@ -149,3 +152,12 @@ def dev_loss(model: nn.Module, data: ParallelData, max_tokens: int, eps_ls: floa
     model.train(was_training)
     loss, nll, n = totals.tolist()      # one wait for the device, at the end
     return {"dev_loss": loss / n, "dev_nll": nll / n, "dev_ppl": float(np.exp(nll / n))}
+
+
+def pairs_loss(model: nn.Module, vocab: Vocab, pairs: list[tuple[str, str]],
+               max_tokens: int = 3000) -> dict[str, float]:
+    """dev_loss of raw sentence pairs: encoded with the model's vocabulary, measured on
+    the model's device in float32 (a trained model scored on any pairs)."""
+    data, _ = encode_pairs(vocab, pairs)
+    rt = types.SimpleNamespace(device=next(model.parameters()).device)
+    return dev_loss(model, data, max_tokens, model.cfg.eps_ls, rt, amp=False)

@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, TextIO, overload
 import transformer
 from transformer.checkpoint import CheckpointError
 from transformer.data import Vocab, atomic_file, decode_line, read_lines
+from transformer.decode import ALPHA, BEAM
 from transformer.deploy import CTranslate2Model
 from transformer.evaluate import (TOO_LONG, TooLong, check_search, check_writable,
                                   length_penalty_alpha, positive_int, translate)
@@ -42,7 +43,7 @@ class Translator:
     """
 
     def __init__(self, model: Transformer | CTranslate2Model, vocab: Vocab,
-                 beam_size: int = 4, alpha: float = 0.6, batch_tokens: int = 20000,
+                 beam_size: int = BEAM, alpha: float = ALPHA, batch_tokens: int = 20000,
                  source: str | None = None):
         check_search(beam_size, alpha, batch_tokens)
         # a Transformer, or a CTranslate2Model (which carries its own vocabulary)
@@ -202,10 +203,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", "--out", dest="output",
                         help="write translations to this file "
                              "(default: standard output)")
-    parser.add_argument("--beam", type=positive_int, default=4,
-                        help="beam size (1: greedy; default 4)")
-    parser.add_argument("--alpha", type=length_penalty_alpha, default=0.6,
-                        help="length penalty exponent (default 0.6)")
+    parser.add_argument("--beam", type=positive_int, default=BEAM,
+                        help=f"beam size (1: greedy; default {BEAM})")
+    parser.add_argument("--alpha", type=length_penalty_alpha, default=ALPHA,
+                        help=f"length penalty exponent (default {ALPHA})")
     parser.add_argument("--nbest", type=positive_int,
                         help="write the N best translations of each line, with scores")
     parser.add_argument("--too-long", choices=TOO_LONG, default="error",

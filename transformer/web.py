@@ -25,6 +25,7 @@ from transformer.corpora import load_split
 from transformer.data import BOS, EOS, Vocab, atomic_file
 from transformer.evaluate import check_writable
 from transformer.model import Transformer, TransformerConfig
+from transformer.paper import DECODING
 from transformer.run import load_model, run_profile
 from transformer.translate import SHIPPED_MODEL
 
@@ -52,7 +53,7 @@ def dequantize(codes: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 
 
 # The paper's search settings (section 6.1); the page can change the beam size.
-SEARCH = {"beam_size": 4, "alpha": 0.6, "max_extra": 50}
+SEARCH = dict(DECODING)
 MAX_CHARACTERS = 1000      # refuse longer text before tokenizing it
 GALLERY_SIZE = 200         # test sentences shown (the corpus is not ours to share)
 PAYLOAD_FORMAT = "transformer-book-web/1"
