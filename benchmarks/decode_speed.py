@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import transformer.decode as decode  # noqa: E402
 import transformer.evaluate as evaluate  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
 from transformer.run import load_model, run_profile  # noqa: E402
@@ -102,8 +103,8 @@ def main():
             return ct2[name].translate(sentences, beam_size=beam, alpha=0.6, max_extra=50)
         search, cache = engines[name]
         with cache():
-            return evaluate.translate(model, vocab, sentences, beam_size=beam, alpha=0.6, max_extra=50, progress=False,
-                                      search=search)
+            return decode.translate(model, vocab, sentences, beam_size=beam, alpha=0.6, max_extra=50, progress=False,
+                                    search=search)
 
     names = [n for n in [*engines, *ct2] if n not in args.skip]
     rows = []

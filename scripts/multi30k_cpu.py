@@ -3,11 +3,12 @@
     python scripts/multi30k_cpu.py            # trains (or resumes) runs/multi30k-cpu, then evaluates
 
 Training uses the `multi30k-cpu` profile of transformer.train: a fixed number of steps (2400, about an
-hour on a 2-core CPU), so that every machine trains the same model. Decoding settings are then chosen
+hour on a 2-core CPU), so that every machine trains the same model. It trains in rounds of the profile's
+dev interval (transformer.rounds), each round's model checked for a collapsed encoder (dev_curve.json). Decoding settings are then chosen
 on the dev set only (val, 1014 sentences): how many of the last checkpoints to average and the length
 penalty alpha, at beam 5. The chosen setting translates test_2016_flickr once, scored with sacreBLEU
 cased and lowercased. Everything the book shows is written to results/multi30k-cpu/: results.json
-(the dev grid, test metrics, hardware, time, commit, command), the training and dev logs, the
+(the dev grid, test metrics, hardware, time, commit, command), the training and dev logs, the rounds, the
 translations, worked_example.json (one dev sentence's beam search step by step and its attention
 weights), and model.pt: the chosen average of checkpoints in float16, with its vocabulary (about 12 MB,
 transformer.checkpoint.load_model reads it), scored on test again as it is shipped.
@@ -24,12 +25,15 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.checkpoint import save_model  # noqa: E402
-from transformer.run import (RUN_INFO, checkpoint_paths, checkpoint_step, keep_record,  # noqa: E402
-                             load_model)
+from transformer.rounds import budget, train_in_rounds  # noqa: E402
+from transformer.run import (CURVE, DEV_LOG, PROFILE, RUN_INFO, TRAIN_LOG, checkpoint_paths,  # noqa: E402
+                             checkpoint_step, keep_record, load_model)
 from transformer.corpora import load_split  # noqa: E402
 from transformer.data import BOS, EOS  # noqa: E402
 from transformer.decode import length_penalty, simple_beam_search  # noqa: E402
-from transformer.evaluate import attention_maps, evaluate_run, sacre_bleu, translate  # noqa: E402
+from transformer.decode import translate  # noqa: E402
+from transformer.evaluate import attention_maps, evaluate_run, sacre_bleu  # noqa: E402
+from transformer.paper import DECODING  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 from transformer.train import train  # noqa: E402
@@ -112,7 +116,15 @@ def main():
 
     checkpoints = checkpoint_paths(run)
     done_before = bool(checkpoints) and checkpoint_step(checkpoints[-1]) >= profile.max_steps
-    summary = train(profile, run, args.data_dir)          # resumes, or returns at once if already done
+    # rounds of the dev interval: the trainer's schedule, checkpoints and dev scores are those of one
+    # uninterrupted run, and each round adds the encoder's similarity along a sentence
+    round_steps = profile.eval_every
+    if not done_before or (run / CURVE).exists():    # a run finished before rounds existed has none
+        dev_sources = [s for s, _ in load_split(profile.corpus, "dev", args.data_dir)[:args.max_sentences]]
+        train_in_rounds(profile, run, round_steps, lambda model, vocab: {},
+                        [budget(rounds=-(-profile.max_steps // round_steps))],
+                        sentences=dev_sources, data_root=args.data_dir)
+    summary = train(profile, run, args.data_dir)          # returns at once: already done
     started = time.time()
     grid, dev_sentences = dev_grid(run, profile.corpus, [k for k in AVERAGES if k <= profile.keep_last], ALPHAS,
                     args.data_dir, args.max_sentences)
@@ -124,7 +136,8 @@ def main():
     # comparisons on the same test set, none of them used to choose anything
     model, vocab, _ = load_model(run, k)
     greedy = both_bleu(translate(model, vocab, test["sources"], 1), refs)
-    paper_decoding = both_bleu(translate(model, vocab, test["sources"], 4, 0.6), refs)
+    paper_decoding = both_bleu(translate(model, vocab, test["sources"], DECODING["beam_size"], DECODING["alpha"]),
+                               refs)
     single, _, _ = load_model(run, 1)
     last_only = both_bleu(translate(single, vocab, test["sources"], BEAM, alpha), refs)
     example = worked_example(model, vocab, profile.corpus, alpha, args.data_dir)
@@ -141,7 +154,7 @@ def main():
                      "same_translation_as_float32": sum(a == b for a, b in zip(shipped_hyps, test["hypotheses"]))}
     eval_minutes = (time.time() - started) / 60
 
-    keep_record(run, out)
+    keep_record(run, out, (TRAIN_LOG, DEV_LOG, PROFILE, RUN_INFO) + ((CURVE,) if (run / CURVE).exists() else ()))
     (out / "translations.de").write_text("\n".join(test["hypotheses"]) + "\n", encoding="utf-8")
     run_info = json.loads((run / RUN_INFO).read_text())
     if done_before:     # this call trained nothing: its run_info entry names no training commit
@@ -158,7 +171,7 @@ def main():
         "chosen_on_dev": {"average_last": k, "alpha": alpha, "beam_size": BEAM},
         "test": {key: v for key, v in test.items() if key not in ("sources", "references", "hypotheses")},
         "test_greedy": greedy,
-        "test_paper_decoding": {"beam_size": 4, "alpha": 0.6, **paper_decoding},
+        "test_paper_decoding": {"beam_size": DECODING["beam_size"], "alpha": DECODING["alpha"], **paper_decoding},
         "test_last_checkpoint": last_only,
         "shipped_model": shipped_model,
     }

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tools.browser import element, find_chromium, open_page  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
-from transformer.evaluate import translate  # noqa: E402
+from transformer.decode import translate  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 from transformer.web import payload_model, read_payload  # noqa: E402
 

@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split, prepare_zh_en  # noqa: E402
-from transformer.evaluate import sacre_bleu, translate  # noqa: E402
+from transformer.decode import translate  # noqa: E402
+from transformer.evaluate import sacre_bleu  # noqa: E402
 from transformer.paper import DECODING  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402

@@ -11,10 +11,10 @@ import torch
 
 from transformer import Transformer, TransformerConfig
 from transformer.data import accumulation_steps, train_bpe
-from transformer.decode import beam_search, greedy_decode, length_penalty
+from transformer.decode import beam_search, greedy_decode, length_penalty, translate
 from transformer.distributed import Runtime
 from transformer.embeddings import Embeddings
-from transformer.evaluate import sacre_bleu, split_compounds, tokenized_bleu, translate
+from transformer.evaluate import sacre_bleu, split_compounds, tokenized_bleu
 from transformer.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
 from transformer.run import load_model, save_checkpoint
 from transformer.step import train_step
@@ -272,8 +272,8 @@ def test_translations_reach_bleu_as_detokenised_text(tiny_vocab, monkeypatch):
     special token left in the output would show, and BLEU against the input would drop below 100."""
     def copy_decoder(model, src, bos, eos, *args, **kwargs):
         return src
-    monkeypatch.setattr("transformer.evaluate.beam_search", copy_decoder)
-    monkeypatch.setattr("transformer.evaluate.greedy_decode", copy_decoder)
+    monkeypatch.setattr("transformer.decode.beam_search", copy_decoder)
+    monkeypatch.setattr("transformer.decode.greedy_decode", copy_decoder)
     sentences = ["two men play football .", "a dog runs in the park today .", "the E-Mail arrived ."]
     model = Transformer(TransformerConfig(N=1, d_model=8, d_ff=16, h=2, max_len=32), len(tiny_vocab))
     for beam in (1, 4):

@@ -13,7 +13,7 @@ from transformer import Transformer, TransformerConfig
 from transformer.checkpoint import save_model
 from transformer.run import load_model
 from transformer.data import read_lines, train_bpe
-from transformer.evaluate import TooLong, translate
+from transformer.decode import TooLong, translate
 from transformer.translate import SHIPPED_MODEL, Translator, main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,8 @@ from tests.conftest import need_corpus
 from transformer.checkpoint import average_checkpoints
 from transformer.corpora import load_split
 from transformer.data import EOS, PAD, train_bpe
-from transformer.evaluate import evaluate_run, main, sacre_bleu, split_compounds, tokenized_bleu, translate
+from transformer.decode import translate
+from transformer.evaluate import evaluate_run, main, sacre_bleu, split_compounds, tokenized_bleu
 from transformer.run import load_model, save_checkpoint
 from transformer import Transformer, TransformerConfig
 
@@ -108,8 +109,8 @@ def finished_run(tmp_path, monkeypatch):
                 out[i, :len(r)] = torch.tensor(r)
             return out
         return decode
-    monkeypatch.setattr("transformer.evaluate.beam_search", oracle("beam"))
-    monkeypatch.setattr("transformer.evaluate.greedy_decode", oracle("greedy"))
+    monkeypatch.setattr("transformer.decode.beam_search", oracle("beam"))
+    monkeypatch.setattr("transformer.decode.greedy_decode", oracle("greedy"))
     return run, root, calls
 
 
@@ -178,7 +179,7 @@ def test_the_evaluation_command_s_defaults_and_help(finished_run, monkeypatch, c
         main(["--help"])
     usage = " ".join(capsys.readouterr().out.split())
     assert usage.startswith("usage: python -m transformer.evaluate ")
-    assert "Translation of raw text, sacreBLEU and tokenised BLEU, the attention and the encoder's similarity" in usage
+    assert "sacreBLEU and tokenised BLEU, the attention and the encoder's similarity along a sentence" in usage
     assert "--average AVERAGE average the last N checkpoints (default: the profile's) --beam BEAM beam size " \
            "(1: greedy; default 4) --alpha" in usage
     assert "--hyps HYPS write the translations to this file" in usage and "examples:" in usage
@@ -256,7 +257,7 @@ def test_translate_runs_the_readable_or_the_fast_decoders_to_the_same_tokens():
 
 
 def test_length_batches_fill_up_to_the_longest_possible_output():
-    from transformer.evaluate import length_batches
+    from transformer.decode import length_batches
     # by length: 1 (len 1), 2 (3), 0 (5), 3 (8); a batch costs sentences x beam x (longest + max_extra)
     # [1, 2]: 2 x 2 x (3 + 2) = 20, exactly the budget; adding 0 would cost 3 x 2 x 7 = 42
     assert length_batches([5, 1, 3, 8], beam_size=2, max_extra=2, batch_tokens=20) == [[1, 2], [0], [3]]

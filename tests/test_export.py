@@ -27,6 +27,35 @@ def test_every_chapter_module_is_exported_and_imported():
     assert {"attention", "layers", "feed_forward", "embeddings", "positional", "model"} <= exported
 
 
+
+def exported_modules():
+    """Each notebook's modules, from its `#| default_exp` and `#| export NAME` lines."""
+    import re
+    found = {}
+    for path in (ROOT / "book").glob("*.ipynb"):
+        text = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
+        found[path.name] = set(re.findall(r"^#\| (?:default_exp|export) (\w+)", text, re.M))
+    return found
+
+
+@pytest.mark.parametrize("page", ["README.md", "book/index.ipynb"])
+def test_the_chapter_tables_name_the_modules_each_page_exports(page):
+    """The README's and the landing page's tables of chapters send a reader to a chapter's code:
+    they must name every module the chapter exports, and no other."""
+    import re
+    text = (ROOT / page).read_text()
+    if page.endswith(".ipynb"):
+        text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"])
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        notebook = re.search(r"(\w+\.ipynb)", cells[0]) if len(cells) == 3 else None
+        if notebook and notebook.group(1) != "index.ipynb":
+            rows[notebook.group(1)] = {Path(m).stem for m in re.findall(r"`([\w/]+\.py)`", cells[2])}
+    exported = {name: mods for name, mods in exported_modules().items() if name != "index.ipynb"}
+    assert rows == exported
+
+
 def test_check_catches_a_hand_edit(tmp_path):
     for part in ("book", "transformer", "tools"):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "_build"))

@@ -54,6 +54,10 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
     assert res["training"]["steps"] == 30 and res["command"].endswith("--max-sentences 6")
     for name in ("train_log.csv", "dev_log.csv", "profile.json", "run_info.json"):
         assert (out / name).is_file()
+    # trained in rounds of the dev interval, each round's encoder checked
+    curve = json.loads((out / transformer.run.CURVE).read_text())
+    assert [p["step"] for p in curve] == [10, 20, 30]
+    assert all(0 < p["encoder_similarity"] <= 1 for p in curve)
     # the shipped model: the chosen average in float16, loadable alone, scored as shipped
     shipped = res["shipped_model"]
     model, vocab, names = transformer.run.load_model(out / "model.pt")
@@ -67,7 +71,9 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
     runpy.run_path(str(SCRIPT), run_name="__main__")
     again = json.loads((out / "results.json").read_text())
     info = json.loads((out / "run_info.json").read_text())
-    assert [r["commit"] for r in info][1:] == ["f" * 40]
+    # every earlier start (one per round, and the call that found training done) is the first commit's
+    assert [r["commit"] for r in info][-1] == "f" * 40
+    assert {r["commit"] for r in info[:-1]} == {info[0]["commit"]} and len(info) == 5
     assert again["commit_training"] == sorted({info[0]["commit"]} - {None})
     assert again["commit"] == "f" * 40
 

@@ -269,7 +269,7 @@ def test_constrained_decoding_writes_only_trees_over_the_words(tree_vocab, beam_
     even when the length limit is tight."""
     import torch
 
-    from transformer.evaluate import translate
+    from transformer.decode import translate
     from transformer.model import Transformer, TransformerConfig
     constraint = TreeConstraint(tree_vocab, max_extra=max_extra)
     for seed in range(3):

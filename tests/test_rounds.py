@@ -58,3 +58,17 @@ def test_a_curve_written_for_another_purpose_is_refused(tmp_path):
     with pytest.raises(ValueError, match="lack some of dev_bleu"):
         train_in_rounds(get_profile("tiny"), tmp_path / "run", 2, lambda m, v: {}, [budget(rounds=1)],
                         needs=("dev_bleu",), sentences=["a"])
+
+
+def test_a_run_trained_past_its_curve_is_refused_before_it_is_scored(tmp_path):
+    """A folder trained without rounds (or whose curve was lost) holds checkpoints past round 1: measuring them
+    as round 1 would mislabel every point, so the trainer says so instead."""
+    need_corpus("multi30k", "train", "dev")
+    from transformer.train import train
+    profile = get_profile("tiny", max_steps=4)
+    train(profile, tmp_path / "run", progress=False, log=lambda msg: None)
+    scored = []
+    with pytest.raises(ValueError, match="trained to step 4, past round 1's step 2"):
+        train_in_rounds(profile, tmp_path / "run", 2, lambda m, v: scored.append(1) or {}, [budget(rounds=3)],
+                        sentences=["A dog runs."], log=lambda msg: None)
+    assert scored == [] and not (tmp_path / "run" / "dev_curve.json").exists()

@@ -231,7 +231,7 @@ def test_deploy_refuses_a_folder_that_is_not_its_own(run, finished, tmp_path, ca
 
 def test_a_bare_string_is_translated_as_one_sentence(run):
     from transformer.run import load_model
-    from transformer.evaluate import translate
+    from transformer.decode import translate
     model, vocab, _ = load_model(run)
     one = translate(model, vocab, "Ein Hund läuft.", beam_size=1, progress=False)
     assert isinstance(one, str)

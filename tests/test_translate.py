@@ -11,7 +11,8 @@ import pytest
 
 import transformer
 from transformer.run import load_model
-from transformer.evaluate import main as evaluate_main, translate
+from transformer.decode import translate
+from transformer.evaluate import main as evaluate_main
 from transformer.translate import SHIPPED_MODEL, Translator, main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from transformer.checkpoint import CheckpointError, save_model
 from transformer.data import EOS, Vocab
-from transformer.decode import ALPHA, BEAM, MAX_EXTRA
-from transformer.evaluate import (check_search, check_writable, fit_lengths,
-                                  length_batches, positive_int)
+from transformer.decode import (ALPHA, BEAM, MAX_EXTRA, check_search, fit_lengths,
+                                length_batches)
+from transformer.evaluate import check_writable, positive_int
 from transformer.model import Transformer, TransformerConfig
 from transformer.run import load_model
 
@@ -175,7 +175,7 @@ def check_export_folder(out_dir: str | Path) -> None:
 
 class CTranslate2Model:
     """A converted model and its vocabulary: translate() takes and returns raw text,
-    like evaluate.translate."""
+    like decode.translate."""
 
     def __init__(self, model_dir: str | Path, threads: int = 1,
                  compute_type: str = "default"):
@@ -219,7 +219,7 @@ class CTranslate2Model:
                   batch_tokens: int = 20000, too_long: str = "error",
                   nbest: int | None = None
                  ) -> str | list[str] | list[list[tuple[str, float]]]:
-        """Raw sentences -> raw translations, batched by length as evaluate.translate
+        """Raw sentences -> raw translations, batched by length as decode.translate
         does, with its rules for blank and over-long sentences (and, with nbest, lists
         of (translation, score), the score normalised as the engine ranks). The engine
         normalises by length ** alpha, not by the paper's

@@ -115,12 +115,18 @@ def train_in_rounds(profile: Profile, run: str | Path, round_steps: int,
             if reasons:
                 break
             step = (len(curve) + 1) * round_steps
-            summary = train(profile.replace(max_steps=step, eval_every=round_steps,
-                                            save_every_steps=round_steps), run,
+            # the round's last step is saved anyway; it must be scored on dev too
+            every = (profile.eval_every if round_steps % profile.eval_every == 0
+                     else round_steps)
+            summary = train(profile.replace(max_steps=step, eval_every=every), run,
                             data_root, progress=progress, log=log)
             if summary["stopped_by"]:
                 sys.exit(f"stopped by {summary['stopped_by']}; run the same command "
                          f"again to resume")
+            if summary["steps"] > step:
+                raise ValueError(f"{run} was trained to step {summary['steps']}, past "
+                                 f"round {len(curve) + 1}'s step {step}, without this "
+                                 f"curve ({curve_path}); train into another folder")
             point, model, vocab = measure_round(run, len(curve) + 1, summary, score,
                                                 sentences)
             curve.append(point)

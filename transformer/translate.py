@@ -18,10 +18,9 @@ from typing import Any, BinaryIO, TextIO, overload
 import transformer
 from transformer.checkpoint import CheckpointError
 from transformer.data import Vocab, atomic_file, decode_line, read_lines
-from transformer.decode import ALPHA, BEAM
+from transformer.decode import ALPHA, BEAM, TOO_LONG, TooLong, check_search, translate
 from transformer.deploy import CTranslate2Model
-from transformer.evaluate import (TOO_LONG, TooLong, check_search, check_writable,
-                                  length_penalty_alpha, positive_int, translate)
+from transformer.evaluate import check_writable, length_penalty_alpha, positive_int
 from transformer.machine import resolve_device
 from transformer.model import Transformer
 from transformer.run import load_model

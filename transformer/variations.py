@@ -27,9 +27,9 @@ import torch
 
 from transformer.corpora import load_split
 from transformer.data import BatchStream, Vocab
-from transformer.decode import ALPHA, BEAM
+from transformer.decode import ALPHA, BEAM, translate
 from transformer.distributed import Runtime, StopRequest, keep_freed_memory
-from transformer.evaluate import evaluate_run, positive_int, sacre_bleu, translate
+from transformer.evaluate import evaluate_run, positive_int, sacre_bleu
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
 from transformer.profiles import PROFILES, Profile
