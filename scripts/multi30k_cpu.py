@@ -159,10 +159,8 @@ def main():
     run_info = json.loads((run / RUN_INFO).read_text())
     if done_before:     # this call trained nothing: its run_info entry names no training commit
         run_info = run_info[:-1]
-    command = "python scripts/multi30k_cpu.py" + "".join(f" {a}" for a in sys.argv[1:])
     results = {
         "task": f"{profile.corpus} English->German, test_2016_flickr",
-        "command": command,
         "commit_training": sorted({r["commit"] for r in run_info if r["commit"]}),
         "profile": profile.name,
         "training": summary,

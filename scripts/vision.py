@@ -59,7 +59,7 @@ def one_run(seed, lr_factor, train, evaluate_on):
 def load_record(out):
     record = {"task": "Appendix B: Vision Transformer on scikit-learn's 8x8 digits: learning rate "
                       "chosen on validation, then test accuracy over seeds",
-              "command": "python scripts/vision.py", "validation": [], "test": [], **settings()}
+              "validation": [], "test": [], **settings()}
     if not out.exists():
         return record
     try:

@@ -114,7 +114,7 @@ def main(argv=None):
     data_root = runs / "data"
     counts = prepare_zh_en(data_root, args.seed_dir)
     record = {"task": "English->Chinese, the PyTorch tutorial's corpus (zh-en-seed)",
-              "command": "python scripts/zh_en.py", "splits": counts, "profile": PROFILE.name,
+              "splits": counts, "profile": PROFILE.name,
               "model": PROFILE.model, "vocab_size": PROFILE.vocab_size}
     outputs = {}
     for corpus in ("zh-en", "zh-en-tutorial"):

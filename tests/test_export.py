@@ -272,3 +272,15 @@ def test_a_command_line_module_runs_main_only_after_everything_is_defined():
         guards = [i for i, node in enumerate(body) if isinstance(node, ast.If)
                   and "__main__" in ast.unparse(node.test)]
         assert guards in ([], [len(body) - 1]), f"{path.name}: the __main__ block must come last"
+
+
+def test_inference_does_not_import_training():
+    """Translating and evaluating sit below training: importing them loads neither the trainer nor the
+    process group (only a type checker sees the Runtime a run folder's data is prepared under)."""
+    code = ("import sys, transformer.evaluate, transformer.translate, transformer.deploy; "
+            "print(sorted(m for m in sys.modules if m.startswith('transformer.')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    for training in ("transformer.distributed", "transformer.train", "transformer.step", "transformer.runlog",
+                     "transformer.rounds"):
+        assert f"'{training}'" not in loaded
+    assert "'transformer.run'" in loaded

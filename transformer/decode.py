@@ -4,10 +4,10 @@
 text with them (paper section 6.1)."""
 
 __all__ = [
-    "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "simple_greedy_decode",
-    "length_penalty", "reorder_cache", "simple_beam_search", "sequence_logprob", "decoding",
-    "greedy_decode", "beam_search", "length_batches", "TOO_LONG", "TooLong", "fit_lengths",
-    "check_search", "translate",
+    "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "decoding",
+    "simple_greedy_decode", "length_penalty", "reorder_cache", "simple_beam_search",
+    "sequence_logprob", "greedy_decode", "beam_search", "length_batches", "TOO_LONG", "TooLong",
+    "fit_lengths", "check_search", "translate",
 ]
 
 import contextlib
@@ -44,6 +44,23 @@ def output_limits(src: torch.Tensor, pad_id: int, max_extra: int, max_len: int
     return ((src != pad_id).sum(dim=1) + max_extra).clamp(max=max_len - 1)
 
 
+@contextlib.contextmanager
+def decoding(model: torch.nn.Module) -> Iterator[None]:
+    """Evaluation mode while decoding; the training mode and the id-range check are
+    restored afterwards.
+
+    The fast decoders (below) switch the check off once the source is encoded: they
+    feed back only ids the model itself chose, and checking them would cost a host
+    sync at every step."""
+    was_training, check = model.training, getattr(model, "validate_ids", True)
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+        model.validate_ids = check
+
+
 @torch.no_grad()
 def simple_greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                          eos_id: int, max_extra: int = MAX_EXTRA, use_cache: bool = True
@@ -51,23 +68,22 @@ def simple_greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
     """Batched greedy decoding. src [B, S] -> ids [B, L] (no <s>; </s> then padding
     after each sentence).
     The readable version; greedy_decode (below) gives the same output faster."""
-    was_training = model.training
-    model.eval()
-    pad = model.cfg.pad_id
-    limit = output_limits(src, pad, max_extra, model.cfg.max_len)
-    memory = model.encode(src)
-    ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
-    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    cache = {} if use_cache else None
-    for t in range(1, int(limit.max()) + 1):
-        token = next_token_logits(model, ys, memory, src, cache).argmax(dim=-1)
-        token = torch.where(done, torch.full_like(token, pad), token)
-        token = torch.where(~done & (t >= limit), torch.full_like(token, eos_id), token)
-        ys = torch.cat([ys, token[:, None]], dim=1)
-        done |= token == eos_id
-        if done.all():
-            break
-    model.train(was_training)
+    with decoding(model):
+        pad = model.cfg.pad_id
+        limit = output_limits(src, pad, max_extra, model.cfg.max_len)
+        memory = model.encode(src)
+        ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        cache = {} if use_cache else None
+        for t in range(1, int(limit.max()) + 1):
+            token = next_token_logits(model, ys, memory, src, cache).argmax(dim=-1)
+            token = torch.where(done, torch.full_like(token, pad), token)
+            at_limit = ~done & (t >= limit)
+            token = torch.where(at_limit, torch.full_like(token, eos_id), token)
+            ys = torch.cat([ys, token[:, None]], dim=1)
+            done |= token == eos_id
+            if done.all():
+                break
     return ys[:, 1:]
 
 
@@ -112,66 +128,65 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
     hypotheses that ended, with their log-probabilities (to show a search step by
     step). nbest: return instead, per sentence, its `nbest` best finished hypotheses as
     (log-probability / length_penalty, ids without </s>), best first."""
-    was_training = model.training
-    model.eval()
-    B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
-    limit = output_limits(src, pad, max_extra, model.cfg.max_len)
-    memory = model.encode(src).repeat_interleave(k, dim=0)            # [B*k, S, d]
-    src_k = src.repeat_interleave(k, dim=0)
-    tokens = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
-    scores = torch.zeros(B, k, device=dev)
-    # all k rows start identical: keep only one alive at first
-    scores[:, 1:] = float("-inf")
-    finished = [[] for _ in range(B)]    # per sentence: (normalised score, token list)
-    done = torch.zeros(B, dtype=torch.bool, device=dev)
-    cache = {} if use_cache else None
-    base = torch.arange(B, device=dev)[:, None] * k
-    for t in range(1, int(limit.max()) + 1):
-        logp = (next_token_logits(model, tokens, memory, src_k, cache)
-                .float().log_softmax(-1))
-        V = logp.size(-1)
-        logp = logp.view(B, k, V)
-        # these sentences must end now
-        at_limit = t >= limit
-        if at_limit.any():
-            forced = torch.full_like(logp[at_limit], float("-inf"))
-            forced[..., eos_id] = logp[at_limit][..., eos_id]
-            logp[at_limit] = forced
-        cand = (scores[:, :, None] + logp).view(B, k * V)
-        top_scores, top_ids = cand.topk(2 * k, dim=1)                 # [B, 2k]
-        top_beam, top_tok = top_ids // V, top_ids % V
-        is_eos = top_tok == eos_id
-        ended = [[] for _ in range(B)]
-        # set aside hypotheses that end here, if they rank among the k best extensions
-        ends = is_eos[:, :k] & torch.isfinite(top_scores[:, :k]) & ~done[:, None]
-        for b, j in ends.nonzero().tolist():
-            row = b * k + top_beam[b, j].item()
-            hyp = tokens[row, 1:].tolist() + [eos_id]
-            finished[b].append(
-                (top_scores[b, j].item() / length_penalty(t, alpha), hyp))
+    with decoding(model):
+        B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
+        limit = output_limits(src, pad, max_extra, model.cfg.max_len)
+        memory = model.encode(src).repeat_interleave(k, dim=0)            # [B*k, S, d]
+        src_k = src.repeat_interleave(k, dim=0)
+        tokens = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
+        scores = torch.zeros(B, k, device=dev)
+        # all k rows start identical: keep only one alive at first
+        scores[:, 1:] = float("-inf")
+        finished = [[] for _ in range(B)]    # per sentence: (normalised score, ids)
+        done = torch.zeros(B, dtype=torch.bool, device=dev)
+        cache = {} if use_cache else None
+        base = torch.arange(B, device=dev)[:, None] * k
+        for t in range(1, int(limit.max()) + 1):
+            logp = (next_token_logits(model, tokens, memory, src_k, cache)
+                    .float().log_softmax(-1))
+            V = logp.size(-1)
+            logp = logp.view(B, k, V)
+            # these sentences must end now
+            at_limit = t >= limit
+            if at_limit.any():
+                forced = torch.full_like(logp[at_limit], float("-inf"))
+                forced[..., eos_id] = logp[at_limit][..., eos_id]
+                logp[at_limit] = forced
+            cand = (scores[:, :, None] + logp).view(B, k * V)
+            top_scores, top_ids = cand.topk(2 * k, dim=1)                 # [B, 2k]
+            top_beam, top_tok = top_ids // V, top_ids % V
+            is_eos = top_tok == eos_id
+            ended = [[] for _ in range(B)]
+            # set aside hypotheses that end here, if among the k best extensions
+            ends = is_eos[:, :k] & torch.isfinite(top_scores[:, :k]) & ~done[:, None]
+            for b, j in ends.nonzero().tolist():
+                row = b * k + top_beam[b, j].item()
+                hyp = tokens[row, 1:].tolist() + [eos_id]
+                finished[b].append(
+                    (top_scores[b, j].item() / length_penalty(t, alpha), hyp))
+                if trace is not None:
+                    ended[b].append({"tokens": hyp, "logprob": top_scores[b, j].item(),
+                                     "length": t})
+            for b in ends.any(dim=1).nonzero().flatten().tolist():
+                if len(finished[b]) >= k:
+                    done[b] = True
+            # the k best extensions that go on form the next beam
+            alive_scores = top_scores.masked_fill(is_eos, float("-inf"))
+            alive_scores, pick = alive_scores.topk(k, dim=1)
+            rows = (base + top_beam.gather(1, pick)).view(-1)
+            chosen = top_tok.gather(1, pick).view(-1, 1)
+            tokens = torch.cat([tokens[rows], chosen], dim=1)
+            scores = alive_scores
             if trace is not None:
-                ended[b].append({"tokens": hyp, "logprob": top_scores[b, j].item(),
-                                 "length": t})
-        for b in ends.any(dim=1).nonzero().flatten().tolist():
-            if len(finished[b]) >= k:
-                done[b] = True
-        # the k best extensions that go on form the next beam
-        alive_scores = top_scores.masked_fill(is_eos, float("-inf"))
-        alive_scores, pick = alive_scores.topk(k, dim=1)
-        rows = (base + top_beam.gather(1, pick)).view(-1)
-        tokens = torch.cat([tokens[rows], top_tok.gather(1, pick).view(-1, 1)], dim=1)
-        scores = alive_scores
-        if trace is not None:
-            trace.append({"step": t, "sentences": [
-                {"beams": [{"tokens": tokens[b * k + j, 1:].tolist(),
-                            "logprob": scores[b, j].item()}
-                           for j in range(k) if torch.isfinite(scores[b, j])],
-                 "ended": ended[b], "done": bool(done[b])} for b in range(B)]})
-        if use_cache:
-            reorder_cache(cache, rows)
-        if done.all():
-            break
-    model.train(was_training)
+                trace.append({"step": t, "sentences": [
+                    {"beams": [{"tokens": tokens[b * k + j, 1:].tolist(),
+                                "logprob": scores[b, j].item()}
+                               for j in range(k) if torch.isfinite(scores[b, j])],
+                     "ended": ended[b], "done": bool(done[b])} for b in range(B)]})
+            if use_cache:
+                reorder_cache(cache, rows)
+            if done.all():
+                break
     if nbest:
         # sorted() is stable: of equal scores, the hypothesis that ended first leads
         return [[(score, hyp[:-1]) for score, hyp in
@@ -191,31 +206,10 @@ def sequence_logprob(model: torch.nn.Module, src: torch.Tensor, out: torch.Tenso
     pad = model.cfg.pad_id
     tgt_in = torch.cat([torch.full_like(out[:, :1], bos_id), out[:, :-1]], dim=1)
     tgt_in = tgt_in.masked_fill(tgt_in == eos_id, pad)
-    was_training = model.training
-    model.eval()
-    try:
+    with decoding(model):
         logits = model(src, tgt_in)
-    finally:
-        model.train(was_training)
     logp = logits.float().log_softmax(-1).gather(-1, out.unsqueeze(-1)).squeeze(-1)
     return logp.masked_fill(out == pad, 0.0).sum(dim=1)
-
-
-@contextlib.contextmanager
-def decoding(model: torch.nn.Module) -> Iterator[None]:
-    """Evaluation mode while decoding; the training mode and the id-range check are
-    restored afterwards.
-
-    The decoders switch the check off once the source is encoded: they feed back only
-    ids the model itself chose, and checking them would cost a host sync at every
-    step."""
-    was_training, check = model.training, getattr(model, "validate_ids", True)
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
-        model.validate_ids = check
 
 
 @torch.inference_mode()

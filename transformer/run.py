@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -33,9 +34,11 @@ from transformer.checkpoint import (CheckpointError, UnreadableCheckpoint, atomi
 from transformer.corpora import load_split
 from transformer.data import (ParallelData, TokenArray, Vocab, atomic_file, clean_pairs,
                               encode_pairs, train_bpe)
-from transformer.distributed import Runtime
 from transformer.model import Transformer, TransformerConfig
 from transformer.profiles import Profile
+
+if TYPE_CHECKING:   # for type checkers only: what reads a run needs no process group
+    from transformer.distributed import Runtime
 
 # Every file a run folder holds, and what it is for.
 PROFILE = "profile.json"        # the profile the run trains, written at each start
@@ -305,7 +308,7 @@ def check_run_data(profile: Profile, out_dir: str | Path) -> None:
                          f"new --out folder instead.")
 
 
-def prepare_data(profile: Profile, out_dir: str | Path, rt: Runtime,
+def prepare_data(profile: Profile, out_dir: str | Path, rt: "Runtime",
                  data_root: str | Path | None = None,
                  log: Callable[[str], None] = print, poll_seconds: float = 1.0
                 ) -> tuple[Vocab, ParallelData, ParallelData]:

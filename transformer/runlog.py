@@ -16,6 +16,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -23,10 +24,12 @@ from tqdm import tqdm
 
 import transformer
 from transformer.data import atomic_file
-from transformer.distributed import Runtime
 from transformer.machine import hardware
 from transformer.profiles import Profile
 from transformer.run import DEV_LOG, RUN_INFO, TENSORBOARD, TRAIN_LOG
+
+if TYPE_CHECKING:   # for type checkers only: a record needs no process group
+    from transformer.distributed import Runtime
 
 
 def command_line() -> str:
@@ -73,7 +76,7 @@ def write_record(path: str | Path, record: dict, command: str | None = None) -> 
     return record
 
 
-def record_run_info(out_dir: str | Path, rt: Runtime) -> None:
+def record_run_info(out_dir: str | Path, rt: "Runtime") -> None:
     """Where and from which code a run (or each resumption of it) ran: run_info.json."""
     commit = git_commit()
     info_path = Path(out_dir) / RUN_INFO
