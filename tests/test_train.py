@@ -245,3 +245,28 @@ def test_a_results_record_carries_its_provenance_and_is_written_whole(tmp_path, 
     with pytest.raises(TypeError):
         runlog.write_record(path, {"bleu": 2.0})
     assert json.loads(path.read_text()) == on_disk and list(path.parent.iterdir()) == [path]
+
+
+def test_a_record_lists_the_code_that_differs_from_its_commit(tmp_path):
+    """A commit names the code a record came from only when the code was committed: uncommitted_changes lists
+    the code files that differ (changed, added or new), and ignores what is not code (records, notebooks'
+    outputs)."""
+    import subprocess
+    from transformer import runlog
+    assert runlog.uncommitted_changes(tmp_path) is None          # not a git checkout
+    git = lambda *args: subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    git("init", "-q")
+    (tmp_path / "transformer").mkdir()
+    (tmp_path / "transformer" / "model.py").write_text("x = 1\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "r.json").write_text("{}\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    assert runlog.uncommitted_changes(tmp_path) == []
+    (tmp_path / "transformer" / "model.py").write_text("x = 2\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "new.py").write_text("print(1)\n")
+    (tmp_path / "results" / "r.json").write_text('{"bleu": 1}\n')       # a record being written: not code
+    assert runlog.uncommitted_changes(tmp_path) == ["scripts/new.py", "transformer/model.py"]
+    # this repository's records and run starts carry the list
+    assert "uncommitted" in runlog.provenance()

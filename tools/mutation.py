@@ -10,7 +10,8 @@ mutmut (pyproject.toml, [tool.mutmut]) writes each mutant, a small change such a
 changed function. A mutant is killed when a test fails. The score of a module is
 killed / (mutants - equivalent), where tools/mutation_equivalent.txt lists the surviving mutants judged
 to behave exactly like the original, each with the line it changes and the reason.
-Not part of CI: a full pass over the 2789 mutants took about 20 minutes on a 2-core machine.
+Not part of CI: the 3,196 mutants take about an hour on a 2-core machine (1,624 ran in 30 minutes on an
+AVX2 AMD EPYC); names or patterns as arguments run only those.
 """
 import argparse
 import json

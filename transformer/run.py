@@ -376,7 +376,7 @@ def load_model(run_dir: str | Path, average_last: int | None = None,
         return model, vocab, [Path(run_dir).name]
     paths = checkpoint_paths(run_dir)
     if not paths:
-        raise FileNotFoundError(f"no checkpoints in {Path(run_dir) / 'checkpoints'}; "
+        raise FileNotFoundError(f"no checkpoints in {Path(run_dir) / CHECKPOINTS}; "
                                 f"train first (python -m transformer.train "
                                 f"--profile NAME --out {run_dir})")
     if average_last is None:

@@ -3,9 +3,9 @@
 """Run records and training logs (paper section 5.2)."""
 
 __all__ = [
-    "command_line", "git_commit", "provenance", "write_record", "record_run_info", "append_log",
-    "truncate_log", "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS",
-    "TrainingLogs",
+    "command_line", "git_commit", "CODE_PATHS", "uncommitted_changes", "provenance", "write_record",
+    "record_run_info", "append_log", "truncate_log", "read_evaluation", "tensorboard_writer",
+    "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
 ]
 
 import csv
@@ -57,12 +57,35 @@ def git_commit() -> str | None:
         return None
 
 
+# The code a record can come from. Changes elsewhere (the record being written, a
+# notebook's stored outputs) do not make the code differ from its commit.
+CODE_PATHS = ("transformer", "scripts", "tools", "benchmarks", "pyproject.toml",
+              "constraints.txt")
+
+
+def uncommitted_changes(root: str | Path | None = None) -> list[str] | None:
+    """The code files (CODE_PATHS) whose working copy is not the commit's: changed,
+    added or new; [] for clean code, None outside a git checkout. A record made from
+    such code cannot be remade from its commit alone."""
+    import subprocess
+    root = Path(root) if root else Path(transformer.__file__).resolve().parent.parent
+    try:
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all", "--",
+             *CODE_PATHS], capture_output=True, text=True, cwd=root, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if status.returncode != 0:
+        return None
+    return sorted(line[3:] for line in status.stdout.splitlines())
+
+
 def provenance(command: str | None = None) -> dict:
-    """What every results record says of its making: date, commit, hardware and the
-    command that wrote it."""
+    """What every results record says of its making: date, commit (and any code not
+    yet committed), hardware and the command that wrote it."""
     return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "commit": git_commit(), "hardware": hardware(),
-            "command": command or command_line()}
+            "commit": git_commit(), "uncommitted": uncommitted_changes(),
+            "hardware": hardware(), "command": command or command_line()}
 
 
 def write_record(path: str | Path, record: dict, command: str | None = None) -> dict:
@@ -83,7 +106,8 @@ def record_run_info(out_dir: str | Path, rt: "Runtime") -> None:
     runs = json.loads(info_path.read_text()) if info_path.exists() else []
     # the same machine description as every results record (machine.hardware), in UTC
     runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                 "commit": commit, "host": platform.node(), "device": str(rt.device),
+                 "commit": commit, "uncommitted": uncommitted_changes(),
+                 "host": platform.node(), "device": str(rt.device),
                  "world_size": rt.world, "hardware": hardware(),
                  "command": command_line()})
     info_path.write_text(json.dumps(runs, indent=1))
