@@ -20,6 +20,15 @@ encoder tells words apart (how alike the source embeddings are, how much its out
 results/parsing/: results.json (dev curve, scores, diagnostics, hardware, date, commit, command),
 test.pred.mrg (one predicted tree per line, gold part-of-speech tags put back), test.raw.txt (the
 decoder's output) and the training logs.
+
+    python scripts/parsing.py --pilot [SETTING ...]   # the rate and dropout pilot (chapter 6.3)
+
+The pilot trains the paper's post-norm parser at three peak rates (lr_factor 0.1, 0.25, 0.4) and two
+dropout rates (P_drop 0.1, 0.2), and pre-norm beside it as a labelled variant (not the paper's
+wiring), each for PILOT_ROUNDS rounds on the same schedule, dev only; each setting writes
+results/parsing-pilot/SETTING.json when its rounds are done, and once every post-norm setting has one,
+results/parsing-pilot/results.json applies the rule fixed before the pilot ran (PILOT_RULE). Settings
+may be trained by separate commands side by side (one thread each); killed, each resumes.
 """
 import argparse
 import json
@@ -40,9 +49,10 @@ from transformer.decode import translate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
                                  read_treebank, with_tags)
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
+from transformer.rounds import budget, dev_decides, train_in_rounds  # noqa: E402
 from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
+from transformer.table3 import COLLAPSED  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
 
 # The paper's parser had 4 layers of d_model 1024 and a 16K vocabulary; here 4 layers of 128 and 4000
@@ -73,23 +83,83 @@ def score(outputs, gold):
     return bracket_scores(gold, predicted), predicted, dict(status)
 
 
-def dev_score(trees):
-    """score(model, vocab) for train_in_rounds: greedy, constrained F1 on `trees`."""
+def dev_score(trees, pairs):
+    """score(model, vocab) for train_in_rounds: greedy, constrained F1 on `trees`, and
+    whether the parser reads its sentence (source_loss on the first 60 of `pairs`)."""
     def score_fn(model, vocab):
         started = time.time()
         scores, _, status = score(parse(model, vocab, trees, 1), trees)
         return {"dev_f1": round(scores["f1"], 3), "dev_status": status,
-                "dev_parse_seconds": round(time.time() - started, 1)}
+                "dev_parse_seconds": round(time.time() - started, 1),
+                "dev_nll": source_loss(model, vocab, pairs[:60])}
     return score_fn
 
 
-def shuffled_source_loss(model, vocab, pairs, seed=0):
-    """Dev loss per target token with each tree paired with its own sentence, and with another's."""
+def source_loss(model, vocab, pairs, seed=0):
+    """Loss per target token with each tree paired with its own sentence, and with another's: equal,
+    the parser does not read its input."""
     order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
     shuffled = [(pairs[order[i]][0], tgt) for i, (_, tgt) in enumerate(pairs)]
     return {name: round(pairs_loss(model, vocab, p, PROFILE.max_tokens)["dev_nll"], 4)
             for name, p in (("own_sentence", pairs), ("another_sentence", shuffled))}
+
+
+# The pilot's grid (chapter 6.3): the peak rate and dropout that chapter 6.2 found decide whether a
+# post-norm encoder leaves its collapse; pre-norm as a labelled variant
+PILOT = {**{f"f{f}-p{p}": dict(lr_factor=f, model=dict(P_drop=p))
+            for p in (0.1, 0.2) for f in (0.25, 0.1, 0.4)},
+         "prenorm-f0.25-p0.1": dict(lr_factor=0.25, model=dict(P_drop=0.1, norm_first=True))}
+PILOT_ROUNDS = 20      # 2,000 steps: the probe's post-norm parser began reading between 1,000 and 1,500
+PILOT_RULE = (f"among the post-norm settings, the one with the highest greedy dev F1 at a round whose "
+              f"encoder similarity is below {COLLAPSED} (the encoder tells positions apart); equal F1, the "
+              f"lower dev perplexity at that round; pre-norm is shown, never chosen; no setting below "
+              f"{COLLAPSED} within {PILOT_ROUNDS} rounds: none is chosen")
+
+
+def pilot_profile(setting):
+    change = PILOT[setting]
+    return PROFILE.replace(lr_factor=change["lr_factor"], model={**PROFILE.model, **change["model"]})
+
+
+def pilot_choice(records):
+    """PILOT_RULE applied to the pilot's records ({setting: record}): (setting, its round) or None."""
+    candidates = [(p["dev_f1"], -p["dev_ppl"], name, p) for name, r in records.items()
+                  if not PILOT[name]["model"].get("norm_first")
+                  for p in r["dev_curve"] if p["encoder_similarity"] < COLLAPSED]
+    if not candidates:
+        return None
+    _, _, name, point = max(candidates, key=lambda c: c[:2])
+    return name, point
+
+
+def pilot(settings, treebank, data_root, run_root, results):
+    dev_pairs = load_split("ptb", "dev", data_root)
+    for setting in settings:
+        profile, run = pilot_profile(setting), run_root / setting
+        curve, best, stopped = astuple(train_in_rounds(
+            profile, run, profile.round_steps, dev_score(treebank["dev"], dev_pairs),
+            [budget(rounds=PILOT_ROUNDS)], key="dev_f1", best_path=run.with_name(setting + "-select") / BEST,
+            curve_path=run.with_name(setting + "-select") / CURVE, data_root=data_root))
+        write_record(results / f"{setting}.json", {
+            "setting": setting, "lr_factor": profile.lr_factor, "model": profile.model,
+            "peak_rate": profile.lr_factor * profile.model["d_model"] ** -0.5 * profile.warmup_steps ** -0.5,
+            "rounds": PILOT_ROUNDS, "round_steps": profile.round_steps, "stopped_by": stopped,
+            "best": {k: best[k] for k in ("round", "step", "dev_f1", "dev_ppl", "encoder_similarity")},
+            "dev_curve": curve}, f"python scripts/parsing.py --pilot {setting}")
+    records = {s: json.loads((results / f"{s}.json").read_text())
+               for s in PILOT if (results / f"{s}.json").exists()}
+    waiting = [s for s in PILOT if s not in records and not PILOT[s]["model"].get("norm_first")]
+    if waiting:
+        print(f"pilot: the choice waits for {', '.join(waiting)}")
+        return
+    chosen = pilot_choice(records)
+    write_record(results / "results.json", {
+        "rule": PILOT_RULE, "settings": {s: r["best"] for s, r in records.items()},
+        "chosen": chosen and {"setting": chosen[0], **{k: chosen[1][k] for k in
+                                                       ("round", "step", "dev_f1", "dev_ppl", "encoder_similarity")}}},
+        "python scripts/parsing.py --pilot")
+    print("pilot chose", chosen and chosen[0])
 
 
 @torch.no_grad()
@@ -115,6 +185,9 @@ def main(argv=None):
     parser.add_argument("--run", help="default runs/parsing, or runs/parsing-tied with --share-embeddings")
     parser.add_argument("--results", help="default results/parsing, or results/parsing-tied")
     parser.add_argument("--treebank", help="folder of wsj_NNNN.mrg files (default: DATA/ptb-sample or NLTK's)")
+    parser.add_argument("--pilot", nargs="*", metavar="SETTING", choices=list(PILOT),
+                        help=f"train the rate and dropout pilot instead (all settings, or those named: "
+                             f"{', '.join(PILOT)})")
     parser.add_argument("--max-minutes", type=float, default=60.0,
                         help="stop training after this many minutes even if dev F1 still improves")
     args = parser.parse_args(argv)
@@ -127,9 +200,13 @@ def main(argv=None):
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
+    if args.pilot is not None:
+        # beside the run and its results: runs/parsing-pilot/SETTING, results/parsing-pilot
+        return pilot(args.pilot or list(PILOT), treebank, data_root, run.with_name(run.name + "-pilot"),
+                     results.with_name(results.name + "-pilot"))
     # rounds, patience and the most rounds are the profile's (transformer/profiles.py says why)
     curve, best, stopped = astuple(train_in_rounds(
-        profile, run, profile.round_steps, dev_score(treebank["dev"]),
+        profile, run, profile.round_steps, dev_score(treebank["dev"], load_split("ptb", "dev", data_root)),
         dev_decides(profile, "dev_f1", args.max_minutes), key="dev_f1", best_path=select_dir / BEST,
         curve_path=select_dir / CURVE, data_root=data_root))
 
@@ -173,7 +250,7 @@ def main(argv=None):
         "test": test,
         "test_greedy": decoded["greedy"][2],
         "test_greedy_unconstrained": decoded["greedy_unconstrained"][2],
-        "dev_nll_sources": shuffled_source_loss(model, vocab, dev_pairs),
+        "dev_nll_sources": source_loss(model, vocab, dev_pairs),
         "encoder": encoder_diagnostics(model, vocab, [s for s, _ in dev_pairs]),
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",

@@ -247,6 +247,62 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
     assert not record["model"]["share_embeddings"]
 
 
+def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkeypatch):
+    """scripts/parsing.py --pilot made small: each setting's record once its rounds are done, the
+    choice only once every post-norm setting has one, never the pre-norm variant, and never a round
+    whose encoder has not left the collapse."""
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+    need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
+    from transformer.corpora import data_dir
+    small = tmp_path / "wsj"
+    small.mkdir()
+    for number in (1, 2, 160, 180):
+        shutil.copy(data_dir() / "ptb-sample" / f"wsj_{number:04d}.mrg", small)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    try:
+        import parsing as script
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
+        vocab_size=600, model=script.PROFILE.model | {"N": 1, "d_model": 32, "d_ff": 64, "h": 2,
+                                                      "d_k": 16, "d_v": 16},
+        save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2, round_steps=2))
+    monkeypatch.setattr(script, "PILOT_ROUNDS", 2)
+    monkeypatch.setattr(script, "PILOT", {s: script.PILOT[s] for s in ("f0.25-p0.1", "f0.4-p0.1",
+                                                                         "prenorm-f0.25-p0.1")})
+    argv = ["--run", str(tmp_path / "runs" / "parsing"), "--results", str(tmp_path / "results" / "parsing"),
+            "--treebank", str(small), "--pilot"]
+    script.main(argv + ["prenorm-f0.25-p0.1", "f0.25-p0.1"])
+    pilot = tmp_path / "results" / "parsing-pilot"
+    assert sorted(p.name for p in pilot.iterdir()) == ["f0.25-p0.1.json", "prenorm-f0.25-p0.1.json"]
+    records = {p.stem: json.loads(p.read_text()) for p in pilot.iterdir()}
+    pre = records["prenorm-f0.25-p0.1"]
+    assert pre["model"]["norm_first"] and pre["model"]["P_drop"] == 0.1 and pre["lr_factor"] == 0.25
+    assert pre["command"] == "python scripts/parsing.py --pilot prenorm-f0.25-p0.1"
+    for r in records.values():
+        assert [p["step"] for p in r["dev_curve"]] == [2, 4] and r["stopped_by"] == "2 rounds"
+        assert set(r["dev_curve"][0]["dev_nll"]) == {"own_sentence", "another_sentence"}
+        assert 0 < r["dev_curve"][0]["encoder_similarity"] <= 1
+    assert (tmp_path / "runs" / "parsing-pilot" / "f0.25-p0.1" / "checkpoints").exists()
+    script.main(argv + ["f0.4-p0.1"])
+    chosen = json.loads((pilot / "results.json").read_text())
+    assert set(chosen["settings"]) == set(script.PILOT) and chosen["rule"] == script.PILOT_RULE
+    # the rule by hand, on records made up so that every branch decides
+    point = dict(step=2, round=1, dev_ppl=3.0, encoder_similarity=0.5)
+    made = {"f0.25-p0.1": {"dev_curve": [point | dict(dev_f1=40.0), point | dict(dev_f1=70.0,
+                                                                                 encoder_similarity=0.95)]},
+            "f0.4-p0.1": {"dev_curve": [point | dict(dev_f1=40.0, dev_ppl=2.0)]},
+            "prenorm-f0.25-p0.1": {"dev_curve": [point | dict(dev_f1=90.0)]}}
+    assert script.pilot_choice(made)[0] == "f0.4-p0.1"
+    made["f0.4-p0.1"]["dev_curve"][0]["encoder_similarity"] = 0.9
+    assert script.pilot_choice(made)[0] == "f0.25-p0.1"
+    made["f0.25-p0.1"]["dev_curve"][0]["encoder_similarity"] = 0.99
+    assert script.pilot_choice(made) is None
+
+
 TREES = [T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))) (. .))"),
          T("(S (NP (NNS dogs)) (VP (VBP run) (ADVP (RB fast))))"),
          T("(S (NP (PRP He)) (VP (VBD gave) (PRT (RP up)) (, ,) (ADVP (RB then))) (. .))")]
