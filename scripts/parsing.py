@@ -18,8 +18,8 @@ Test is then decoded as the paper did for parsing (beam 21, alpha 0.3, input len
 and also greedily. Diagnostics: dev loss with the sources shuffled across sentences, and whether the
 encoder tells words apart (how alike the source embeddings are, how much its output varies). Writes
 results/parsing/: results.json (dev curve, scores, diagnostics, hardware, date, commit, command),
-test.pred.mrg (one predicted tree per line, gold part-of-speech tags put back), test.raw.txt (the
-decoder's output) and the training logs.
+test.pred.mrg and dev.pred.mrg (one predicted tree per line, gold part-of-speech tags put back; dev by
+the chosen model, greedily, as it was chosen), test.raw.txt (the decoder's output) and the training logs.
 
     python scripts/parsing.py --pilot [SETTING ...]   # the rate and dropout pilot (chapter 6.3)
 
@@ -46,13 +46,13 @@ sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split  # noqa: E402
 from transformer.data import EOS  # noqa: E402
 from transformer.decode import translate  # noqa: E402
+from transformer.evaluate import COLLAPSED  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
                                  read_treebank, with_tags)
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.rounds import budget, dev_decides, train_in_rounds  # noqa: E402
 from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
-from transformer.table3 import COLLAPSED  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
 
 # The paper's parser had 4 layers of d_model 1024 and a 16K vocabulary; here 4 layers of 128 and 4000
@@ -81,6 +81,12 @@ def score(outputs, gold):
         status[kind] += 1
         predicted.append(None if tree is None else with_tags(tree, [tag for _, tag in g.pos()]))
     return bracket_scores(gold, predicted), predicted, dict(status)
+
+
+def write_trees(path, trees):
+    """One tree a line, evalb's input; "()" where the output was no tree."""
+    path.write_text("".join(("()" if t is None else t.pformat(margin=10**9)) + "\n" for t in trees),
+                    encoding="utf-8")
 
 
 def dev_score(trees, pairs):
@@ -228,9 +234,11 @@ def main(argv=None):
                         "xx_equals_words": sum(x == w for x, w in zip(xx, words))}
     dev_pairs = load_split("ptb", "dev", data_root)
 
+    # the chosen model's dev trees, so that its dev F1 can be re-scored from the record's folder
+    dev_scores, dev_predicted, _ = score(parse(model, vocab, treebank["dev"], 1), treebank["dev"])
     results.mkdir(parents=True, exist_ok=True)
-    (results / "test.pred.mrg").write_text(
-        "".join(("()" if t is None else t.pformat(margin=10**9)) + "\n" for t in predicted), encoding="utf-8")
+    write_trees(results / "test.pred.mrg", predicted)
+    write_trees(results / "dev.pred.mrg", dev_predicted)
     (results / "test.raw.txt").write_text("\n".join(outputs) + "\n", encoding="utf-8")
     keep_record(run, results, (TRAIN_LOG, DEV_LOG))
     record = {
@@ -246,6 +254,7 @@ def main(argv=None):
         "dev_curve": curve,
         "chosen": {"round": best["round"], "step": best["step"], "epoch": best["epoch"],
                    "dev_f1": best["dev_f1"], "by": "dev F1, greedy, constrained"},
+        "dev": {"f1": round(dev_scores["f1"], 3), "trees": "dev.pred.mrg"},
         "decoding": {"beam_size": BEAM, "alpha": ALPHA, "max_extra": MAX_EXTRA, "constrained": True},
         "test": test,
         "test_greedy": decoded["greedy"][2],

@@ -231,6 +231,13 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
     assert set(record["dev_nll_sources"]) == {"own_sentence", "another_sentence"}
     trees = (tmp_path / "results" / "test.pred.mrg").read_text().splitlines()
     assert len(trees) == record["splits"]["test"]
+    # the chosen round's dev F1, re-scored from the dev trees the record keeps
+    from nltk import Tree
+    from transformer.parsing import bracket_scores, read_treebank
+    dev_trees = (tmp_path / "results" / "dev.pred.mrg").read_text().splitlines()
+    gold = read_treebank(small)["dev"]
+    rescored = bracket_scores(gold, [None if t == "()" else Tree.fromstring(t) for t in dev_trees])
+    assert round(rescored["f1"], 3) == record["dev"]["f1"] == record["chosen"]["dev_f1"]
     assert (tmp_path / "runs" / "parsing-corpus" / "ptb" / "train.tree").exists()
     assert (tmp_path / "runs" / "parsing-select" / "best.pt").exists()
     # run again: nothing is trained twice, the same choice is made

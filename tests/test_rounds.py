@@ -5,13 +5,18 @@ import json
 import pytest
 
 from tests.conftest import need_corpus
+from transformer.evaluate import COLLAPSED
 from transformer.profiles import get_profile
+from transformer import rounds as rounds_module
 from transformer.rounds import budget, dev_decides, patience, train_in_rounds
 from transformer.run import load_model
 
 
-def test_rounds_stop_by_patience_after_the_minimum_and_keep_the_best(tmp_path):
+def test_rounds_stop_by_patience_after_the_minimum_and_keep_the_best(tmp_path, monkeypatch):
     need_corpus("multi30k", "train", "dev")
+    # ten steps in, the tiny model's encoder has not left its collapse, during which patience waits
+    # (the next test); here patience alone is tested
+    monkeypatch.setattr(rounds_module, "COLLAPSED", 1.01)
     profile = get_profile("tiny", keep_last=2, patience=2, min_rounds=5)
     scores = iter([1.0, 3.0, 2.0, 2.5, 2.9, 2.0, 9.0])
     seen = []
@@ -50,6 +55,16 @@ def test_stop_rules_read_the_rounds_so_far():
     assert budget(rounds=4)(curve) == "4 rounds" and budget(rounds=5)(curve) is None
     assert budget(minutes=4)(curve) == "the 4-minute training budget" and budget(minutes=5)(curve) is None
     assert all(rule([]) is None for rule in (patience("x", 1), budget(rounds=1), budget(minutes=1)))
+
+
+def test_patience_waits_while_the_encoder_is_collapsed():
+    """A dev score that stopped improving says nothing while the encoder does not read its input:
+    the run goes on until the last round's similarity is below COLLAPSED, then patience counts as
+    before (from the best round, which may be a collapsed one)."""
+    curve = [{"x": x, "encoder_similarity": s} for x, s in ((1, 0.99), (3, 0.98), (2, 0.97), (2.5, COLLAPSED))]
+    assert patience("x", 2)(curve) is None
+    curve[-1]["encoder_similarity"] = COLLAPSED - 0.01
+    assert patience("x", 2)(curve) == "x not better for 2 rounds"
 
 
 def test_a_curve_written_for_another_purpose_is_refused(tmp_path):

@@ -7,6 +7,8 @@ import torch
 
 from tests.conftest import need_corpus
 from transformer.run import checkpoint_file, checkpoint_paths
+from transformer.corpora import load_split
+from transformer.evaluate import COLLAPSED, sacre_bleu
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
 from transformer import rounds, table3, variations
@@ -214,6 +216,10 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     assert len(c1["dev_curve"]) == 2 and c1["config"]["N"] == 2 and c1["config"]["d_model"] == 64
     assert c1["steps"] == 2 * protocol["steps_per_epoch"] and c1["dev_ppl"] == c1["dev_curve"][-1]["dev_ppl"]
     assert load_records(results).keys() == {("base", 1), ("C1", 1)}
+    # a row trained here keeps its last epoch's dev translations, and they re-score to its BLEU
+    hyps = (results / "C1-seed1.dev.txt").read_text(encoding="utf-8").splitlines()
+    refs = [t for _, t in load_split("multi30k", "dev", root)[:len(hyps)]]
+    assert len(hyps) == 4 and round(sacre_bleu(hyps, refs)[0], 2) == c1["dev_bleu"]
 
 
 def test_a_signal_during_the_dev_evaluation_stops_the_sweep_and_loses_no_epoch(tmp_path, monkeypatch):
@@ -363,6 +369,7 @@ def test_a_row_diagnosed_at_another_rate_trains_apart_from_the_sweep(tmp_path, m
                 for e in range(1, epochs + 1)]
 
     monkeypatch.setattr(variations, "train_epochs", fake_epochs)
+    monkeypatch.setattr(variations, "write_dev_translations", lambda *a, **k: None)   # nothing trained
     runs, results = tmp_path / "runs", tmp_path / "results"
     assert variations.records_dir(results, protocol, 0.25) == results      # the protocol's own rate
     assert variations.records_dir(results, protocol, 0.125) == results / "lr0.125"
@@ -391,6 +398,7 @@ def test_a_row_diagnosed_at_another_dropout_trains_apart_from_the_sweep(tmp_path
                 for e in range(1, epochs + 1)]
 
     monkeypatch.setattr(variations, "train_epochs", fake_epochs)
+    monkeypatch.setattr(variations, "write_dev_translations", lambda *a, **k: None)   # nothing trained
     runs, results = tmp_path / "runs", tmp_path / "results"
     assert variations.records_dir(results, protocol, P_drop=0.1) == results / "pdrop0.1"
     assert variations.records_dir(results, protocol, 0.125, 0.1) == results / "lr0.125-pdrop0.1"
@@ -418,7 +426,7 @@ def test_the_command_diagnoses_only_named_rows_of_the_converged_sweep(tmp_path, 
 
 def test_a_run_leaves_the_collapse_at_the_first_epoch_below_the_threshold():
     curve = [{"epoch": e, "encoder_similarity": s}
-             for e, s in enumerate([0.99, table3.COLLAPSED, 0.85, 0.93], start=1)]
+             for e, s in enumerate([0.99, COLLAPSED, 0.85, 0.93], start=1)]
     assert table3.left_collapse(curve) == 3          # the threshold itself is collapsed
     assert table3.left_collapse(curve[:2]) is None
     assert table3.left_collapse(curve, below=0.995) == 1

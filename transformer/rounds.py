@@ -22,7 +22,7 @@ from transformer.checkpoint import save_model
 from transformer.corpora import load_split
 from transformer.data import Vocab, atomic_file
 from transformer.distributed import StopRequest
-from transformer.evaluate import encoder_similarity
+from transformer.evaluate import COLLAPSED, encoder_similarity
 from transformer.model import Transformer
 from transformer.profiles import Profile
 from transformer.run import CURVE, dev_ppl_at, load_model
@@ -40,11 +40,13 @@ def best_round(curve: list[dict], key: str) -> dict | None:
 def patience(key: str, rounds: int, min_rounds: int = 1) -> StopRule:
     """Stop once `rounds` rounds in a row have not beaten the best `key` (higher is
     better); not before `min_rounds`, since early scores sit at a floor and only
-    wobble."""
+    wobble; and never while the encoder is collapsed: a model that does not read its
+    input sits at a floor too, and a post-norm encoder may leave it late (6.2)."""
     def rule(curve):
         best = best_round(curve, key)
         waited = len(curve) - 1 - curve.index(best) if best else 0
-        if len(curve) >= min_rounds and waited >= rounds:
+        collapsed = curve and curve[-1].get("encoder_similarity", 0) >= COLLAPSED
+        if len(curve) >= min_rounds and waited >= rounds and not collapsed:
             return f"{key} not better for {rounds} rounds"
         return None
     return rule

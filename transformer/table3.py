@@ -6,14 +6,14 @@ paper's claims (paper section 6.2)."""
 
 __all__ = [
     "ROWS", "WIDTHS", "SCALE", "LONG_SCALE", "NOISE_SEEDS", "check_row", "scaled_config",
-    "record_path", "load_records", "seed_spread", "row_mean", "compare", "COLLAPSED",
-    "left_collapse", "smallest_keys", "second_seeds", "CLAIMS", "claim_verdicts",
-    "claims_by_verdict",
+    "record_path", "load_records", "seed_spread", "row_mean", "compare", "left_collapse",
+    "smallest_keys", "second_seeds", "CLAIMS", "claim_verdicts", "claims_by_verdict",
 ]
 
 import json
 from pathlib import Path
 
+from transformer.evaluate import COLLAPSED
 from transformer.model import PRESETS, TransformerConfig
 from transformer.paper import TABLE3
 
@@ -93,10 +93,6 @@ def compare(ours_better: bool, difference: float, spread: float | None) -> str:
     if difference <= spread:
         return "within noise"
     return "reproduced" if ours_better else "reversed"
-
-
-# the encoder similarity below which a run counts as out of the collapsed state
-COLLAPSED = 0.9
 
 
 def left_collapse(curve: list[dict], below: float = COLLAPSED) -> int | None:

@@ -6,10 +6,10 @@ protocol, and the command that runs them (paper section 6.2)."""
 
 __all__ = [
     "SWEEP", "row_profile", "run_row", "sweep_plan", "LONG", "PILOT_LR", "PILOT_EPOCHS",
-    "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN", "CURVE_KEYS", "data_size", "table3_dev_bleu",
-    "train_epochs", "plateaued", "choose_budget", "decide_protocol", "row_epochs", "off_protocol",
-    "diagnosis_name", "records_dir", "run_row_epochs", "take_run", "claims_first",
-    "converged_sweep", "EXAMPLES", "main",
+    "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN", "CURVE_KEYS", "data_size", "table3_translations",
+    "write_dev_translations", "table3_dev_bleu", "train_epochs", "plateaued", "choose_budget",
+    "decide_protocol", "row_epochs", "off_protocol", "diagnosis_name", "records_dir",
+    "run_row_epochs", "take_run", "claims_first", "converged_sweep", "EXAMPLES", "main",
 ]
 
 import argparse
@@ -34,7 +34,7 @@ from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
 from transformer.profiles import PROFILES, Profile
 from transformer.rounds import budget, train_in_rounds
-from transformer.run import RunInUse, dev_ppl_at, prepare_data, run_lock
+from transformer.run import RunInUse, dev_ppl_at, load_model, prepare_data, run_lock
 from transformer.runlog import write_record
 from transformer.table3 import (CLAIMS, LONG_SCALE, NOISE_SEEDS, ROWS, SCALE, WIDTHS,
                                 check_row, load_records, record_path, scaled_config,
@@ -125,13 +125,31 @@ def data_size(profile: Profile, run: str | Path, data_root: str | Path | None = 
     return len(stream.batches(0)), len(vocab)
 
 
+def table3_translations(model: Transformer, vocab: Vocab,
+                        pairs: list[tuple[str, str]]) -> list[str]:
+    """Table 3's search (beam 4, alpha 0.6) over the sources of `pairs`."""
+    return translate(model, vocab, [s for s, _ in pairs], beam_size=BEAM, alpha=ALPHA,
+                     progress=False)
+
+
+def write_dev_translations(run: str | Path, path: Path, corpus: str,
+                           data_root: str | Path | None = None,
+                           dev_sentences: int | None = None) -> None:
+    """The run's last dev translations (its last checkpoint, Table 3's search), one a
+    line: what its last dev BLEU scored, kept beside its record to be re-scored."""
+    model, vocab, _ = load_model(run, 1)
+    pairs = load_split(corpus, "dev", data_root)[:dev_sentences]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(h + "\n" for h in table3_translations(model, vocab, pairs)),
+                    encoding="utf-8")
+
+
 def table3_dev_bleu(pairs: list[tuple[str, str]]
                     ) -> Callable[[Transformer, Vocab], dict]:
-    """Table 3's dev score of a model: BLEU of its beam search (beam 4, alpha 0.6) over
-    `pairs`, sacreBLEU cased, to two decimals."""
+    """Table 3's dev score of a model: BLEU of table3_translations over `pairs`,
+    sacreBLEU cased, to two decimals."""
     def score(model, vocab):
-        hyps = translate(model, vocab, [s for s, _ in pairs], beam_size=BEAM,
-                         alpha=ALPHA, progress=False)
+        hyps = table3_translations(model, vocab, pairs)
         return {"dev_bleu": round(sacre_bleu(hyps, [t for _, t in pairs])[0], 2)}
     return score
 
@@ -293,12 +311,14 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
     if changes:
         profile = profile.replace(name=f"{profile.name}-{diagnosis_name(changes)}")
     epochs = row_epochs(row, protocol)
+    run = Path(runs_dir) / profile.name
     if (row, seed) == ("base", 1) and not changes:
         curve = protocol["base_long"]["dev_curve"][:epochs]
     else:
-        curve = train_epochs(profile, Path(runs_dir) / profile.name, epochs,
-                             protocol["steps_per_epoch"], data_root, dev_sentences,
-                             progress=progress, log=log)
+        curve = train_epochs(profile, run, epochs, protocol["steps_per_epoch"],
+                             data_root, dev_sentences, progress=progress, log=log)
+        write_dev_translations(run, out.with_suffix(".dev.txt"), profile.corpus,
+                               data_root, dev_sentences)
     cfg = TransformerConfig.preset(row, **profile.model)
     record = {
         "row": row, "seed": seed, "scale": LONG_SCALE, "config": asdict(cfg),
