@@ -47,6 +47,7 @@ from transformer.corpora import load_split  # noqa: E402
 from transformer.data import EOS  # noqa: E402
 from transformer.decode import translate  # noqa: E402
 from transformer.evaluate import COLLAPSED  # noqa: E402
+from transformer.optim import rate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
                                  read_treebank, with_tags)
 from transformer.profiles import get_profile  # noqa: E402
@@ -149,7 +150,7 @@ def pilot(settings, treebank, data_root, run_root, results):
             curve_path=run.with_name(setting + "-select") / CURVE, data_root=data_root))
         write_record(results / f"{setting}.json", {
             "setting": setting, "lr_factor": profile.lr_factor, "model": profile.model,
-            "peak_rate": profile.lr_factor * profile.model["d_model"] ** -0.5 * profile.warmup_steps ** -0.5,
+            "peak_rate": rate(profile.warmup_steps, profile.model["d_model"], profile.warmup_steps, profile.lr_factor),
             "rounds": PILOT_ROUNDS, "round_steps": profile.round_steps, "stopped_by": stopped,
             "best": {k: best[k] for k in ("round", "step", "dev_f1", "dev_ppl", "encoder_similarity")},
             "dev_curve": curve}, f"python scripts/parsing.py --pilot {setting}")

@@ -338,6 +338,23 @@ def test_a_run_whose_curve_an_earlier_sweep_wrote_is_refused_before_training(tmp
         variations.train_epochs(LONG, run, 3, 10, progress=False, log=lambda m: None)
 
 
+def test_a_verdict_that_rests_on_a_collapsed_run_says_so():
+    """A row whose encoder never went below COLLAPSED compares a model that does not read its input."""
+    from transformer.table3 import claims_by_verdict
+
+    def rec(row, seed, bleu, similarities):
+        curve = [{"epoch": e, "encoder_similarity": s} for e, s in enumerate(similarities, start=1)]
+        return (row, seed), {"row": row, "seed": seed, "dev_bleu": bleu, "dev_ppl": 5.0, "dev_curve": curve}
+    records = dict([rec("base", 1, 25.0, [0.95, 0.5]), rec("base", 2, 25.5, [0.3]),
+                    rec("big", 1, 12.0, [0.99, 0.98]), rec("C3", 1, 10.0, [0.99, 0.5, 0.95]),
+                    rec("C1", 1, 24.0, [0.4])])
+    notes = {claim: n for group in claims_by_verdict(records).values() for claim, n in group}
+    assert notes["the big model beats the base model"] == [
+        "rests on a collapsed run: big, seed 1, never left the collapse"]
+    # C3 left the collapse once, even if it went back above the threshold later
+    assert not any("collapse" in n for n in notes["deeper is better (N 8 against 2)"])
+
+
 def test_the_ledger_row_of_the_converged_sweep_marks_verdicts_that_wait_for_a_second_seed():
     from transformer.conclusion import converged_table3
 

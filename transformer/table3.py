@@ -171,12 +171,19 @@ def claim_verdicts(records: dict) -> dict[str, tuple[list[str], str, str]]:
 def claims_by_verdict(records: dict, scale: int = LONG_SCALE
                      ) -> dict[str, list[tuple[str, list[str]]]]:
     """{verdict by dev BLEU: [(claim, notes)]} for the claims that claim_verdicts
-    judges; the notes qualify a verdict: a row still waiting for its second seed, a row
-    whose keys the scale-down shrinks most."""
+    judges; the notes qualify a verdict: a row with a run whose encoder never left the
+    collapse (it compares a model that does not read its input), a row still waiting
+    for its second seed, a row whose keys the scale-down shrinks most."""
     waiting, distorted = {row for row, _ in second_seeds(records)}, smallest_keys(scale)
+    collapsed = {}
+    for (row, seed), r in sorted(records.items()):
+        if left_collapse(r["dev_curve"]) is None:
+            collapsed.setdefault(row, []).append(str(seed))
     grouped = {}
     for claim, (rows, by_bleu, _) in claim_verdicts(records).items():
-        notes = ["provisional: a second seed to come"] if set(rows) & waiting else []
+        notes = [f"rests on a collapsed run: {row}, seed {', '.join(collapsed[row])}, "
+                 f"never left the collapse" for row in rows if row in collapsed]
+        notes += ["provisional: a second seed to come"] if set(rows) & waiting else []
         notes += [f"rests on {row}, whose keys have {scaled_config(row, scale).d_k} "
                   f"dimensions here" for row in rows if row in distorted]
         grouped.setdefault(by_bleu, []).append((claim, notes))
