@@ -43,6 +43,14 @@ def test_plan_runs_the_noise_seeds_first_and_each_row_once():
     assert plan[:3] == [("base", 1), ("base", 2), ("base", 3)] and len(plan) == 22
     assert [r for r, _ in plan[3:]] == ROWS[1:]
     assert sweep_plan(["C1", "A1"]) == [("C1", 1), ("A1", 1)]
+    # more seeds of a row, named one by one: the noise band's, or a row close to it
+    assert sweep_plan(["base:4", "base:5", "A1:3", "D3:2"]) == [("base", 4), ("base", 5), ("A1", 3), ("D3", 2)]
+    assert sweep_plan(["C1", "A1:3"]) == [("C1", 1), ("A1", 3)]
+    for bad in ("A1:0", "A1:x", "A1:"):
+        with pytest.raises(ValueError, match="a seed is a whole number"):
+            sweep_plan([bad])
+    with pytest.raises(ValueError, match="unknown Table 3 row 'A9'"):
+        sweep_plan(["A9:2"])
     profile = row_profile("C5", seed=2)
     assert profile.name == "table3-cpu-C5-seed2" and profile.seed == 2 and profile.preset == "C5"
     assert profile.model == {"d_model": 256, "d_ff": 512, "d_k": 32, "d_v": 32}

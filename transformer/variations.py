@@ -97,12 +97,17 @@ def run_row(row: str, seed: int = 1, runs_dir: str | Path = "runs/table3-short",
 
 def sweep_plan(rows: Iterable[str] | None = None) -> list[tuple[str, int]]:
     """(row, seed) pairs in run order: the base row's noise seeds first, then every
-    other row once."""
-    rows = list(rows or ROWS)
-    for row in rows:
+    other row once. A row written ROW:SEED is that seed alone (another seed of a row
+    whose verdict is close to the noise, say), in the order given."""
+    named = [row.partition(":") for row in rows or ROWS]
+    for row, colon, seed in named:
         check_row(row)
+        if colon and not (seed.isdigit() and int(seed) >= 1):
+            raise ValueError(f"{row}:{seed}: a seed is a whole number of at least 1")
+    rows = [row for row, colon, _ in named if not colon]
     plan = [("base", s) for s in NOISE_SEEDS] if "base" in rows else []
-    return plan + [(row, 1) for row in rows if row != "base"]
+    return (plan + [(row, 1) for row in rows if row != "base"]
+            + [(row, int(seed)) for row, colon, seed in named if colon])
 
 
 # The converged sweep: every row at an eighth of the width, trained epoch by epoch for
@@ -402,6 +407,7 @@ def converged_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str 
 EXAMPLES = """examples:
   python -m transformer.variations --list            # which rows have records
   python -m transformer.variations base A1 --threads 1      # two rows, one thread each
+  python -m transformer.variations base:4 A1:3       # more seeds of a row, in the sweep
   python -m transformer.variations --short           # the 400-step sweep, every row
   python -m transformer.variations big --p-drop 0.1  # a diagnosis, outside the protocol
 
@@ -413,7 +419,8 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m transformer.variations", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
     parser.add_argument("rows", nargs="*",
-                        help=f"Table 3 rows to run (default: all): {' '.join(ROWS)}")
+                        help=f"Table 3 rows to run (default: all): {' '.join(ROWS)}; "
+                             f"ROW:SEED for one more seed of a row")
     parser.add_argument("--short", action="store_true",
                         help="the 400-step sweep at a quarter of the width "
                              "(results/table3-short) instead of the converged one")
@@ -458,7 +465,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     if diagnosis:
-        plan = [(row, 1) for row in args.rows]      # no noise seeds: a diagnosis
+        # no noise seeds in a diagnosis, only seed 1 and the seeds named
+        plan = [(row, seed) for row, seed in plan
+                if seed == 1 or f"{row}:{seed}" in args.rows]
     if args.list:
         protocol_path = Path(results) / "protocol.json"
         if diagnosis and protocol_path.exists():
