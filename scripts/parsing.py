@@ -2,6 +2,8 @@
 
     python scripts/parsing.py        # prepares the corpus (runs/parsing-corpus), trains runs/parsing
                                      # round by round while dev F1 improves, decodes test, scores
+    python scripts/parsing.py --from-pilot   # the same, its first rounds those of the pilot's chosen
+                                             # setting (below), which the profile must hold
     python scripts/parsing.py --share-embeddings   # the same with the paper's one embedding table
                                      # for source, target and output (runs/parsing-tied, results/parsing-tied)
 
@@ -33,6 +35,7 @@ may be trained by separate commands side by side (one thread each); killed, each
 import argparse
 import json
 import random
+import shutil
 import sys
 import time
 from collections import Counter
@@ -52,7 +55,7 @@ from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, p
                                  read_treebank, with_tags)
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.rounds import budget, dev_decides, train_in_rounds  # noqa: E402
-from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
+from transformer.run import BEST, CURVE, DEV_LOG, LOCK, TRAIN_LOG, keep_record, load_model, run_lock  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
 
@@ -184,6 +187,29 @@ def encoder_diagnostics(model, vocab, sentences):
             "encoder_output_spread_over_positions": round(sum(spread) / len(spread), 6)}
 
 
+def start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results):
+    """Seed `run` (and its selection) with the pilot's run of the setting the pilot chose, so that the
+    pilot's rounds are the run's first: the same profile, seed and schedule would train them again
+    step for step. Refused unless `profile` is that setting. Returns the setting."""
+    path = pilot_results / "results.json"
+    if not path.exists():
+        sys.exit(f"--from-pilot: {path} does not exist; run python scripts/parsing.py --pilot first")
+    chosen = json.loads(path.read_text())["chosen"]
+    if chosen is None:
+        sys.exit(f"--from-pilot: the pilot chose no setting ({path}); there is no run to begin with")
+    setting = chosen["setting"]
+    trained = json.loads((pilot_results / f"{setting}.json").read_text())
+    if (trained["lr_factor"], trained["model"]) != (profile.lr_factor, profile.model):
+        sys.exit(f"--from-pilot: the pilot chose {setting} (lr_factor {trained['lr_factor']}, model "
+                 f"{trained['model']}), not the profile's lr_factor {profile.lr_factor} and model "
+                 f"{profile.model}; give the profile the chosen setting first")
+    if not run.exists():
+        with run_lock(pilot_runs / setting):
+            shutil.copytree(pilot_runs / setting, run, ignore=shutil.ignore_patterns(LOCK))
+            shutil.copytree(pilot_runs / f"{setting}-select", select_dir)
+    return setting
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--share-embeddings", action="store_true",
@@ -195,8 +221,12 @@ def main(argv=None):
     parser.add_argument("--pilot", nargs="*", metavar="SETTING", choices=list(PILOT),
                         help=f"train the rate and dropout pilot instead (all settings, or those named: "
                              f"{', '.join(PILOT)})")
-    parser.add_argument("--max-minutes", type=float, default=60.0,
-                        help="stop training after this many minutes even if dev F1 still improves")
+    parser.add_argument("--from-pilot", action="store_true",
+                        help="begin with the pilot's run of its chosen setting (results/parsing-pilot/results.json), "
+                             "which the profile must hold: its rounds are this run's first rounds")
+    parser.add_argument("--max-minutes", type=float,
+                        help="stop training after this many minutes even if dev F1 still improves (default: the "
+                             "profile's most rounds)")
     args = parser.parse_args(argv)
     name = "parsing-tied" if args.share_embeddings else "parsing"
     profile = SHARED_PROFILE if args.share_embeddings else PROFILE
@@ -211,6 +241,10 @@ def main(argv=None):
         # beside the run and its results: runs/parsing-pilot/SETTING, results/parsing-pilot
         return pilot(args.pilot or list(PILOT), treebank, data_root, run.with_name(run.name + "-pilot"),
                      results.with_name(results.name + "-pilot"))
+    pilot_setting = None
+    if args.from_pilot:
+        pilot_setting = start_from_pilot(profile, run, select_dir, run.with_name(run.name + "-pilot"),
+                                         results.with_name(results.name + "-pilot"))
     # rounds, patience and the most rounds are the profile's (transformer/profiles.py says why)
     curve, best, stopped = astuple(train_in_rounds(
         profile, run, profile.round_steps, dev_score(treebank["dev"], load_split("ptb", "dev", data_root)),
@@ -251,7 +285,7 @@ def main(argv=None):
                      "train_minutes": curve[-1]["train_minutes"],
                      "train_pairs": curve[-1]["train_pairs"], "parameters": model.num_parameters(),
                      "round_steps": profile.round_steps, "patience": profile.patience,
-                     "stopped_by": stopped},
+                     "stopped_by": stopped, "first_rounds_from_pilot": pilot_setting},
         "dev_curve": curve,
         "chosen": {"round": best["round"], "step": best["step"], "epoch": best["epoch"],
                    "dev_f1": best["dev_f1"], "by": "dev F1, greedy, constrained"},
