@@ -15,6 +15,17 @@ not improved for the profile's patience in rounds, counted from its min_rounds o
 with beam 4 and alpha 0.6, and scored with sacreBLEU's Chinese tokenizer. Also recorded: perplexity
 on training sentences, and how often a translation repeats a word three times in a row. Killed at
 any point, the command resumes. Results go to results/zh-en/.
+
+    python scripts/zh_en.py --fit    # one model on our split, trained until it knows its training pairs
+
+The memorisation gap within one model: our split's model, with the cure for the encoder's collapse
+that chapter 6.3's pilot chose for the parser (its lr_factor and P_drop, read from
+results/parsing-pilot/results.json), trained in rounds until it fits its training pairs (greedy exact
+matches on the tutorial's test pairs that are training pairs of our split >= FIT_EXACT, or their
+perplexity <= FIT_PPL) or FIT_ROUNDS rounds. Its last round is the model: the same model then
+translates those seen pairs and our held-out test (beam 4, alpha 0.6), each scored by BLEU, exact
+matches and repeats. Results go to results/zh-en-fit/ (seen.zh and test.zh beside the record; the
+first three lines of each are the page's examples, a rule fixed before the run).
 """
 import argparse
 import json
@@ -32,7 +43,7 @@ from transformer.decode import translate  # noqa: E402
 from transformer.evaluate import sacre_bleu  # noqa: E402
 from transformer.paper import DECODING  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
+from transformer.rounds import budget, dev_decides, train_in_rounds  # noqa: E402
 from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
@@ -100,19 +111,116 @@ def run(corpus, runs, data_root, max_minutes):
             "translate_seconds": translate_seconds}, hyps
 
 
+# what "fits its training pairs" means, fixed before the run: half of them translated exactly, or a
+# perplexity of 3 on them; and the most rounds it may take (15,000 steps)
+FIT_EXACT, FIT_PPL, FIT_ROUNDS = 0.5, 3.0, 150
+SEEN_PER_ROUND = 200        # seen pairs translated after every round (all of them at the end)
+
+
+def exact_rate(hyps, refs):
+    """The share of translations equal to their reference, spaces aside (the references are cut
+    into words, the model's output is not)."""
+    return sum("".join(h.split()) == "".join(r.split()) for h, r in zip(hyps, refs)) / len(refs)
+
+
+def seen_pairs(data_root):
+    """The tutorial's test pairs that are training pairs of our split: what the tutorial scores."""
+    train = set(load_split("zh-en", "train", data_root))
+    return [pair for pair in load_split("zh-en-tutorial", "test", data_root) if pair in train]
+
+
+def fit_score(dev, seen):
+    """score(model, vocab) for --fit: greedy dev BLEU, and how well the model knows seen pairs."""
+    def score(model, vocab):
+        hyps = translate(model, vocab, [s for s, _ in seen[:SEEN_PER_ROUND]], beam_size=1, progress=False)
+        return {**dev_bleu(dev)(model, vocab), "seen_ppl": perplexity(model, vocab, seen),
+                "seen_exact": round(exact_rate(hyps, [t for _, t in seen[:SEEN_PER_ROUND]]), 4)}
+    return score
+
+
+def fits(curve):
+    """The stop rule of --fit: the last round knows its training pairs."""
+    last = curve[-1] if curve else None
+    if last and (last["seen_exact"] >= FIT_EXACT or last["seen_ppl"] <= FIT_PPL):
+        return f"fits its training pairs (exact {last['seen_exact']:.0%}, perplexity {last['seen_ppl']})"
+    return None
+
+
+def cured_profile(pilot_results):
+    """PROFILE with the parser pilot's chosen lr_factor and P_drop: (profile, the pilot's choice)."""
+    path = Path(pilot_results) / "results.json"
+    chosen = json.loads(path.read_text())["chosen"] if path.exists() else None
+    if chosen is None:
+        sys.exit(f"--fit takes its cure from the parser pilot's choice, and {path} has none yet: "
+                 f"run python scripts/parsing.py --pilot first")
+    setting = json.loads((Path(pilot_results) / f"{chosen['setting']}.json").read_text())
+    profile = PROFILE.replace(lr_factor=setting["lr_factor"],
+                              model={**PROFILE.model, "P_drop": setting["model"]["P_drop"]})
+    return profile, {"setting": chosen["setting"], "lr_factor": profile.lr_factor,
+                     "P_drop": setting["model"]["P_drop"], "from": str(path.relative_to(path.parents[2]))}
+
+
+def fit(runs, results, data_root, pilot_results, max_minutes):
+    profile, cure = cured_profile(pilot_results)
+    run = runs / "zh-en-fit"
+    dev, seen, test = (load_split("zh-en", "dev", data_root), seen_pairs(data_root),
+                       load_split("zh-en", "test", data_root))
+    curve, _, stopped = astuple(train_in_rounds(
+        profile, run, profile.round_steps, fit_score(dev, seen),
+        [fits, budget(minutes=max_minutes), budget(rounds=FIT_ROUNDS)], data_root=data_root))
+    model, vocab, _ = load_model(run, 1)       # the last round: the model that fits
+    scored = {}
+    results.mkdir(parents=True, exist_ok=True)
+    for name, pairs in (("seen", seen), ("test", test)):
+        hyps = translate(model, vocab, [s for s, _ in pairs], beam_size=BEAM, alpha=ALPHA, progress=False)
+        refs = [t for _, t in pairs]
+        (results / f"{name}.zh").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+        scored[name] = {"sentences": len(pairs), "bleu": round(zh_bleu(hyps, refs)[0], 2),
+                        "exact": round(exact_rate(hyps, refs), 4), "repeats": round(repeat_rate(hyps), 4),
+                        "ppl": perplexity(model, vocab, pairs), "signature": zh_bleu(hyps, refs)[1]}
+    keep_record(run, results, (DEV_LOG, TRAIN_LOG))
+    record = {
+        "task": "English->Chinese, our split of the tutorial's corpus; one model scored on pairs it "
+                "trained on (the tutorial's test pairs that are training pairs of our split) and on our "
+                "held-out test",
+        "profile": profile.name, "model": profile.model, "vocab_size": profile.vocab_size,
+        "lr_factor": profile.lr_factor, "cure": cure,
+        "fit_target": {"exact": FIT_EXACT, "ppl": FIT_PPL, "max_rounds": FIT_ROUNDS},
+        "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
+                     "train_minutes": curve[-1]["train_minutes"], "parameters": model.num_parameters(),
+                     "round_steps": profile.round_steps, "stopped_by": stopped},
+        "dev_curve": curve, "beam_size": BEAM, "alpha": ALPHA, **scored,
+        "memorisation_gap": round(scored["seen"]["bleu"] - scored["test"]["bleu"], 2),
+        "examples": "the first three lines of seen.zh and test.zh",
+    }
+    write_record(results / "results.json", record, "python scripts/zh_en.py --fit")
+    print(json.dumps({k: record[k] for k in ("training", "seen", "test", "memorisation_gap")}, indent=1,
+                     ensure_ascii=False))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", default=str(ROOT / "runs" / "zh-en"))
-    parser.add_argument("--results", default=str(ROOT / "results" / "zh-en"))
+    parser.add_argument("--results", help="default results/zh-en, or results/zh-en-fit with --fit")
     parser.add_argument("--seed-dir", help="folder holding zh-en-seed/ (default $TRANSFORMER_DATA)")
-    parser.add_argument("--max-minutes", type=float, default=60.0,
-                        help="stop a run's training after this many minutes even if dev BLEU still improves")
+    parser.add_argument("--max-minutes", type=float,
+                        help="stop a run's training after this many minutes even if dev BLEU still improves "
+                             "(default 60; none with --fit)")
     parser.add_argument("--only", choices=["zh-en", "zh-en-tutorial"],
                         help="train (or resume) one of the two runs and stop, writing no record")
+    parser.add_argument("--fit", action="store_true",
+                        help="train one model on our split until it knows its training pairs, with the parser "
+                             "pilot's cure, and score it on seen and held-out pairs (results/zh-en-fit)")
+    parser.add_argument("--pilot-results", default=str(ROOT / "results" / "parsing-pilot"),
+                        help="with --fit: the parser pilot's records, whose choice is the cure")
     args = parser.parse_args(argv)
-    runs, results = Path(args.runs), Path(args.results)
+    runs = Path(args.runs)
     data_root = runs / "data"
     counts = prepare_zh_en(data_root, args.seed_dir)
+    if args.fit:
+        return fit(runs, Path(args.results or ROOT / "results" / "zh-en-fit"), data_root, args.pilot_results,
+                   args.max_minutes)
+    results, max_minutes = Path(args.results or ROOT / "results" / "zh-en"), args.max_minutes or 60.0
     record = {"task": "English->Chinese, the PyTorch tutorial's corpus (zh-en-seed)",
               "splits": counts, "profile": PROFILE.name,
               "model": PROFILE.model, "vocab_size": PROFILE.vocab_size}
@@ -120,7 +228,7 @@ def main(argv=None):
     for corpus in ("zh-en", "zh-en-tutorial"):
         if args.only and corpus != args.only:
             continue
-        record[corpus], outputs[corpus] = run(corpus, runs, data_root, args.max_minutes)
+        record[corpus], outputs[corpus] = run(corpus, runs, data_root, max_minutes)
     if args.only:
         return
     results.mkdir(parents=True, exist_ok=True)
