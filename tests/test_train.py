@@ -270,3 +270,17 @@ def test_a_record_lists_the_code_that_differs_from_its_commit(tmp_path):
     assert runlog.uncommitted_changes(tmp_path) == ["scripts/new.py", "transformer/model.py"]
     # this repository's records and run starts carry the list
     assert "uncommitted" in runlog.provenance()
+
+
+def test_a_record_names_the_code_its_process_started_from(monkeypatch):
+    """A run of hours may end after other commits: its record names the code it started from, and the
+    code checked out when it was written only where that differs."""
+    from transformer import runlog
+    now = runlog.code_state()
+    monkeypatch.setattr(runlog, "CODE_AT_START", now)
+    record = runlog.provenance("cmd")
+    assert (record["commit"], record["uncommitted"]) == (now["commit"], now["uncommitted"])
+    assert "code_when_written" not in record
+    monkeypatch.setattr(runlog, "CODE_AT_START", {"commit": "0" * 40, "uncommitted": []})
+    record = runlog.provenance("cmd")
+    assert record["commit"] == "0" * 40 and record["code_when_written"] == now

@@ -3,9 +3,9 @@
 """Run records and training logs (paper section 5.2)."""
 
 __all__ = [
-    "command_line", "git_commit", "CODE_PATHS", "uncommitted_changes", "provenance", "write_record",
-    "record_run_info", "append_log", "truncate_log", "read_evaluation", "tensorboard_writer",
-    "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
+    "command_line", "git_commit", "CODE_PATHS", "uncommitted_changes", "code_state",
+    "CODE_AT_START", "provenance", "write_record", "record_run_info", "append_log", "truncate_log",
+    "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
 ]
 
 import csv
@@ -80,11 +80,24 @@ def uncommitted_changes(root: str | Path | None = None) -> list[str] | None:
     return sorted(line[3:] for line in status.stdout.splitlines())
 
 
+def code_state() -> dict:
+    """The code checked out now: its commit and the code files that differ from it."""
+    return {"commit": git_commit(), "uncommitted": uncommitted_changes()}
+
+
+# The code when this process imported the package: a record written at the end of a
+# run of hours names the code that ran, not what was checked out meanwhile.
+CODE_AT_START = code_state()
+
+
 def provenance(command: str | None = None) -> dict:
     """What every results record says of its making: date, commit (and any code not
-    yet committed), hardware and the command that wrote it."""
+    yet committed) when the process started, and the code when the record was written
+    if that differs, hardware and the command that wrote it."""
+    now = code_state()
     return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "commit": git_commit(), "uncommitted": uncommitted_changes(),
+            **CODE_AT_START,
+            **({"code_when_written": now} if now != CODE_AT_START else {}),
             "hardware": hardware(), "command": command or command_line()}
 
 
@@ -101,13 +114,11 @@ def write_record(path: str | Path, record: dict, command: str | None = None) -> 
 
 def record_run_info(out_dir: str | Path, rt: "Runtime") -> None:
     """Where and from which code a run (or each resumption of it) ran: run_info.json."""
-    commit = git_commit()
     info_path = Path(out_dir) / RUN_INFO
     runs = json.loads(info_path.read_text()) if info_path.exists() else []
     # the same machine description as every results record (machine.hardware), in UTC
     runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                 "commit": commit, "uncommitted": uncommitted_changes(),
-                 "host": platform.node(), "device": str(rt.device),
+                 **code_state(), "host": platform.node(), "device": str(rt.device),
                  "world_size": rt.world, "hardware": hardware(),
                  "command": command_line()})
     info_path.write_text(json.dumps(runs, indent=1))
