@@ -68,6 +68,8 @@ def test_script_chooses_on_dev_then_scores_test_once(tmp_path, monkeypatch):
 
     # run again at another commit: training is done, so that commit only evaluated
     monkeypatch.setattr(transformer.runlog, "git_commit", lambda: "f" * 40)
+    # a new process there would start from that commit
+    monkeypatch.setattr(transformer.runlog, "CODE_AT_START", transformer.runlog.code_state())
     runpy.run_path(str(SCRIPT), run_name="__main__")
     again = json.loads((out / "results.json").read_text())
     info = json.loads((out / "run_info.json").read_text())
