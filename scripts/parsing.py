@@ -4,6 +4,9 @@
                                      # round by round while dev F1 improves, decodes test, scores
     python scripts/parsing.py --from-pilot   # the same, its first rounds those of the pilot's chosen
                                              # setting (below), which the profile must hold
+    python scripts/parsing.py --from-pilot prenorm-f0.25-p0.1   # a pilot setting the profile does
+                                     # not hold (pre-norm), carried on the same way as a labelled
+                                     # variant: runs/parsing-SETTING, results/parsing-SETTING
     python scripts/parsing.py --share-embeddings   # the same with the paper's one embedding table
                                      # for source, target and output (runs/parsing-tied, results/parsing-tied)
 
@@ -63,8 +66,8 @@ from transformer.step import pairs_loss  # noqa: E402
 # entries (the trees' own symbols among them, whole), for 3,400 training trees on a CPU. The source and
 # the target use disjoint entries, so they get separate embedding tables (share_embeddings False): with
 # the paper's sharing, the output layer pushes every source piece the same way (chapter 6.3 measures it).
-# transformer/profiles.py: 4 layers of 128, P_drop 0.2, separate tables; and the same with the paper's
-# one table for source, target and output layer
+# transformer/profiles.py: 4 layers of 128, separate tables, at the rate and P_drop the pilot chose;
+# and the same with the paper's one table for source, target and output layer
 PROFILE, SHARED_PROFILE = get_profile("ptb-parse"), get_profile("ptb-parse-shared")
 BEAM, ALPHA, MAX_EXTRA = 21, 0.3, 300     # the paper's decoding settings for parsing
 
@@ -187,18 +190,22 @@ def encoder_diagnostics(model, vocab, sentences):
             "encoder_output_spread_over_positions": round(sum(spread) / len(spread), 6)}
 
 
-def start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results):
-    """Seed `run` (and its selection) with the pilot's run of the setting the pilot chose, so that the
-    pilot's rounds are the run's first: the same profile, seed and schedule would train them again
-    step for step. Refused unless `profile` is that setting. Returns the setting."""
-    path = pilot_results / "results.json"
+def start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results, setting=None):
+    """Seed `run` (and its selection) with the pilot's run of `setting` (default: the setting the pilot
+    chose), so that the pilot's rounds are the run's first: the same profile, seed and schedule would
+    train them again step for step. Refused unless `profile` is that setting. Returns the setting."""
+    if setting is None:
+        path = pilot_results / "results.json"
+        if not path.exists():
+            sys.exit(f"--from-pilot: {path} does not exist; run python scripts/parsing.py --pilot first")
+        chosen = json.loads(path.read_text())["chosen"]
+        if chosen is None:
+            sys.exit(f"--from-pilot: the pilot chose no setting ({path}); there is no run to begin with")
+        setting = chosen["setting"]
+    path = pilot_results / f"{setting}.json"
     if not path.exists():
-        sys.exit(f"--from-pilot: {path} does not exist; run python scripts/parsing.py --pilot first")
-    chosen = json.loads(path.read_text())["chosen"]
-    if chosen is None:
-        sys.exit(f"--from-pilot: the pilot chose no setting ({path}); there is no run to begin with")
-    setting = chosen["setting"]
-    trained = json.loads((pilot_results / f"{setting}.json").read_text())
+        sys.exit(f"--from-pilot: {path} does not exist; run python scripts/parsing.py --pilot {setting} first")
+    trained = json.loads(path.read_text())
     if (trained["lr_factor"], trained["model"]) != (profile.lr_factor, profile.model):
         sys.exit(f"--from-pilot: the pilot chose {setting} (lr_factor {trained['lr_factor']}, model "
                  f"{trained['model']}), not the profile's lr_factor {profile.lr_factor} and model "
@@ -221,30 +228,37 @@ def main(argv=None):
     parser.add_argument("--pilot", nargs="*", metavar="SETTING", choices=list(PILOT),
                         help=f"train the rate and dropout pilot instead (all settings, or those named: "
                              f"{', '.join(PILOT)})")
-    parser.add_argument("--from-pilot", action="store_true",
+    parser.add_argument("--from-pilot", nargs="?", const="", metavar="SETTING",
                         help="begin with the pilot's run of its chosen setting (results/parsing-pilot/results.json), "
-                             "which the profile must hold: its rounds are this run's first rounds")
+                             "which the profile must hold: its rounds are this run's first rounds; or, named, "
+                             "with the pilot's run of another setting, carried on as a labelled variant in "
+                             "runs/parsing-SETTING and results/parsing-SETTING")
     parser.add_argument("--max-minutes", type=float,
                         help="stop training after this many minutes even if dev F1 still improves (default: the "
                              "profile's most rounds)")
     args = parser.parse_args(argv)
+    variant = args.from_pilot or None
+    if variant and (variant not in PILOT or args.share_embeddings):
+        parser.error(f"--from-pilot SETTING: one of {', '.join(PILOT)}, without --share-embeddings")
     name = "parsing-tied" if args.share_embeddings else "parsing"
     profile = SHARED_PROFILE if args.share_embeddings else PROFILE
     run = Path(args.run or ROOT / "runs" / name)
     results = Path(args.results or ROOT / "results" / name)
-    # the corpus and the selection live beside the run folder, not in it: a run folder holds only a run
+    # the corpus and the pilot live beside the run folder, not in it: a run folder holds only a run
     data_root = run.with_name(run.name + "-corpus")
+    pilot_runs, pilot_results = run.with_name(run.name + "-pilot"), results.with_name(results.name + "-pilot")
+    if variant:
+        profile = pilot_profile(variant)
+        run, results = run.with_name(f"{run.name}-{variant}"), results.with_name(f"{results.name}-{variant}")
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
     if args.pilot is not None:
         # beside the run and its results: runs/parsing-pilot/SETTING, results/parsing-pilot
-        return pilot(args.pilot or list(PILOT), treebank, data_root, run.with_name(run.name + "-pilot"),
-                     results.with_name(results.name + "-pilot"))
+        return pilot(args.pilot or list(PILOT), treebank, data_root, pilot_runs, pilot_results)
     pilot_setting = None
-    if args.from_pilot:
-        pilot_setting = start_from_pilot(profile, run, select_dir, run.with_name(run.name + "-pilot"),
-                                         results.with_name(results.name + "-pilot"))
+    if args.from_pilot is not None:
+        pilot_setting = start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results, variant)
     # rounds, patience and the most rounds are the profile's (transformer/profiles.py says why)
     curve, best, stopped = astuple(train_in_rounds(
         profile, run, profile.round_steps, dev_score(treebank["dev"], load_split("ptb", "dev", data_root)),
@@ -278,7 +292,7 @@ def main(argv=None):
     keep_record(run, results, (TRAIN_LOG, DEV_LOG))
     record = {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
-        "splits": counts, "profile": profile.name,
+        "splits": counts, "profile": profile.name, "variant": variant,
         "model": profile.model, "vocab_size": profile.vocab_size, "lr_factor": profile.lr_factor,
         "warmup_steps": profile.warmup_steps, "tokens_per_step": profile.tokens_per_step,
         "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
@@ -299,8 +313,9 @@ def main(argv=None):
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",
     }
-    write_record(results / "results.json", record,
-                 "python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else ""))
+    command = ("python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else "")
+               + ("" if args.from_pilot is None else " --from-pilot" + (f" {variant}" if variant else "")))
+    write_record(results / "results.json", record, command)
     print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",
                                               "dev_nll_sources", "encoder")}, indent=1))
 

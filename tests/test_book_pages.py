@@ -23,11 +23,13 @@ import html
 import json
 import re
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from tests.test_book_html import REPO, chromium, whole_book  # noqa: F401 (fixtures)
+from transformer.paper import MULTI30K_ANCHOR
 
 MIN_TEXT_PX = 9
 WINDOW = (1400, 1000)
@@ -175,7 +177,8 @@ def test_no_page_names_a_path_of_the_machine_that_made_it(whole_book):
 
 # how the book was made is not what it is about: words that only make sense of its making
 MAKING_OF = re.compile(r"\b(this session|earlier session|as this book first|first wrote it|the notes of|"
-                       r"a pilot whose logs)\b", re.I)
+                       r"a pilot whose logs|sittings|(?:this|that|one|a later|an earlier) sitting|as it then was|"
+                       r"now keeps)\b", re.I)
 
 
 def test_no_page_speaks_of_how_the_book_was_made(whole_book):
@@ -199,9 +202,110 @@ def test_the_landing_page_shows_the_results_and_links_to_paper_and_repository(wh
     missing = [s for s in expected if s not in text]
     assert not missing, f"the landing page does not show {missing}"
     assert "arxiv.org/abs/1706.03762" in page, "no link to the paper"
-    # the repository's README, beside the built book (_build/html/book/index.html)
-    assert 'href="../../../README.md"' in page, "no link to the repository"
-    assert "<img" in page or "<svg" in page, "the landing page shows no figure"
+    # how to get the code: a page inside the site, which a hosted copy keeps
+    assert 'href="getting_the_code.html"' in page and (whole_book / "book" / "getting_the_code.html").exists()
+    assert "../README.md" not in page, "a link that leaves the built site"
+    # the same-test-set anchor beside the translation score
+    assert f"{MULTI30K_ANCHOR['bleu_lowercased']}" in text and MULTI30K_ANCHOR["source"] in text
+    # the first screen, before the results: a translation (the test set's first sentence, as the
+    # record's output has it) and a picture
+    first = page[:page.index('id="what-it-measured"')]
+    first_output = (RESULTS / "multi30k-cpu" / "translations.de").read_text(encoding="utf-8").splitlines()[0]
+    assert "<table" in first and html.escape(first_output, quote=False) in first, "no translation first"
+    assert "<svg" in first, "no picture on the first screen"
+
+
+class OpenCode(HTMLParser):
+    """The code a reader sees without opening anything: the source of every code cell whose input
+    is neither folded (hide-input, hide-cell) nor removed, one string per cell."""
+
+    def __init__(self):
+        super().__init__()
+        self.divs, self.cells, self.text, self.pre = [], [], None, 0
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "div":
+            self.divs.append(classes)
+            if "cell_input" in classes:
+                cell = next((c for c in reversed(self.divs[:-1]) if "cell" in c), [])
+                folded = {"tag_hide-input", "tag_hide-cell"} & set(cell)
+                self.text = None if folded else ""
+        elif tag == "pre" and self.text is not None:
+            self.pre += 1
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.divs:
+            if "cell_input" in self.divs.pop() and self.text is not None:
+                self.cells.append(self.text)
+                self.text = None
+        elif tag == "pre" and self.pre:
+            self.pre -= 1
+
+    def handle_data(self, data):
+        if self.text is not None and self.pre:
+            self.text += data
+
+
+def open_code(page: Path) -> list[str]:
+    parser = OpenCode()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.cells
+
+
+MOST_OPEN_LINES_A_CELL, MOST_OPEN_LINES = 60, 3000
+
+
+def test_open_code_comes_in_short_cells_and_little_of_it(whole_book):
+    """The paper's ideas in short cells with prose between them: no cell a reader sees open is
+    longer than a screen, and the machinery (exported engineering, plumbing, figures' code) is
+    folded, so that the open code of the whole book stays within a budget."""
+    lines = {p.stem: [len(c.strip("\n").splitlines()) for c in open_code(p)] for p in pages(whole_book)}
+    long = {page: [n for n in cells if n > MOST_OPEN_LINES_A_CELL] for page, cells in lines.items()}
+    assert not {k: v for k, v in long.items() if v}, f"open cells over {MOST_OPEN_LINES_A_CELL} lines: {long}"
+    total = sum(map(sum, lines.values()))
+    assert 0 < total <= MOST_OPEN_LINES, f"{total} lines of open code: {lines}"
+
+
+def test_the_open_code_count_sees_folded_cells():
+    page = ('<div class="cell docutils container"><div class="cell_input docutils container">'
+            '<pre>a = 1\nb = 2</pre></div></div><div class="cell tag_hide-input docutils container">'
+            '<details><div class="cell_input docutils container"><pre>hidden</pre></div></details></div>')
+    parser = OpenCode()
+    parser.feed(page)
+    assert parser.cells == ["a = 1\nb = 2"]
+
+
+def test_every_page_opens_with_prose(whole_book):
+    """A chapter's first screen begins with what it is about: after the title, a paragraph, not
+    a cell of imports."""
+    found = {}
+    for page in pages(whole_book):
+        text = page.read_text(encoding="utf-8")
+        start = text.index("</h1>", text.index('<article class="bd-article"'))
+        after = re.search(r"<(p|div)\b[^>]*>", text[start:])
+        if after is None or after.group(1) != "p":
+            found[page.stem] = text[start:start + 200]
+    assert not found, f"pages whose title is followed by something other than prose: {found}"
+
+
+def test_every_citation_is_linked_to_its_source(whole_book):
+    """Works are cited with {cite} roles from book/references.bib, each entry with a link to where
+    it can be read; no chapter names a work in plain text instead."""
+    bib = (REPO / "book" / "references.bib").read_text(encoding="utf-8")
+    entries = re.findall(r"@\w+\{(\w+),(.*?)\n\}", bib, re.S)
+    assert entries and all(re.search(r"url = \{https://", body) for _, body in entries), \
+        "a bibliography entry without a link"
+    references = (whole_book / "book" / "references.html").read_text(encoding="utf-8")
+    urls = [re.search(r"url = \{(\S+)\}", body).group(1) for _, body in entries]
+    assert all(f'href="{u}"' in references for u in urls), "the references page leaves out a link"
+    plain = re.compile(r"\b[A-Z][a-z]+ (?:et al\.|and [A-Z][a-z]+),? \(?(?:19|20)\d\d")
+    found = {}
+    for path in sorted((REPO / "book").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                found.setdefault(path.stem, []).extend(plain.findall("".join(cell["source"])))
+    assert not {k: v for k, v in found.items() if v}, f"works cited in plain text: {found}"
 
 
 def test_every_page_fits_the_column_with_readable_figures_and_real_tables(chromium, whole_book, tmp_path):

@@ -112,6 +112,55 @@ def test_export_name_sends_a_cell_to_another_module(tmp_path):
     assert run_export(tmp_path, "--check").returncode == 0
 
 
+def test_a_class_written_over_several_cells_exports_as_one_class(tmp_path):
+    """Methods written in later cells with @add_to_class (d2l's habit) land in the class body, in
+    order, without the decorator: the module reads as if the class were written in one piece, and
+    the notebook's cells run as they stand."""
+    cells = ["#| default_exp main",
+             "#| export\nimport torch\n\n\nclass Net:\n    \"\"\"Doc.\"\"\"\n\n"
+             "    def __init__(self):\n        self.n = 1",
+             "md:Prose about the next method.",
+             "#| export\n@add_to_class(Net)\n# a comment kept with its method\n@torch.no_grad()\n"
+             "def twice(self, x):\n    return 2 * x\n\n\n@add_to_class(Net)\n@classmethod\n"
+             "def make(cls):\n\n    return cls()",
+             "#| export\ndef after():\n    return Net().twice(3)"]
+    make_book(tmp_path, {"01_a.ipynb": cells})
+    result = run_export(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    module = (tmp_path / "transformer" / "main.py").read_text()
+    assert "add_to_class" not in module
+    assert ('class Net:\n    """Doc."""\n\n    def __init__(self):\n        self.n = 1\n\n'
+            '    # a comment kept with its method\n    @torch.no_grad()\n    def twice(self, x):\n'
+            '        return 2 * x\n\n\n    @classmethod\n    def make(cls):\n\n        return cls()\n'
+            '\n\ndef after():') in module
+    assert '"Net", "after",' in module
+    # the notebook runs the same cells with the book's helper
+    from transformer.book import add_to_class
+    scope = {"add_to_class": add_to_class}
+    for src in (c for c in cells[1:] if not c.startswith("md:")):
+        exec(src, scope)
+    assert scope["after"]() == 6 and isinstance(scope["Net"].make(), scope["Net"])
+
+
+@pytest.mark.parametrize("cells, message", [
+    (["#| default_exp main", "#| export\n@add_to_class(Net)\ndef f(self):\n    pass"],
+     "no earlier cell of this module ends with class Net"),
+    (["#| default_exp main", "#| export\nclass Net:\n    pass\n\n\nX = 1",
+      "#| export\n@add_to_class(Net)\ndef f(self):\n    pass"],
+     "no earlier cell of this module ends with class Net"),
+    (["#| default_exp main", "#| export\nclass Net:\n    pass",
+      "#| export\n@add_to_class(Net)\ndef f(self):\n    pass\n\n\nY = 2"],
+     "a cell of @add_to_class methods holds something else"),
+    (["#| default_exp main", "#| export\nclass A:\n    pass\n\n\nclass B:\n    pass",
+      "#| export\n@add_to_class(A)\ndef f(self):\n    pass\n\n\n@add_to_class(B)\ndef g(self):\n"
+      "    pass"], "one class a cell"),
+])
+def test_methods_outside_their_class_are_refused_where_they_cannot_land(tmp_path, cells, message):
+    make_book(tmp_path, {"01_a.ipynb": cells})
+    result = run_export(tmp_path)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("cells, index, message", [
     (["#| default_exp main", "md:text", "#| exprot\nx = 1"], 2, "unknown directive '#| exprot'"),
     (["#| default_exp main", "#| export\n#| hide\nx = 1"], 1, "unknown directive '#| hide'"),

@@ -273,9 +273,11 @@ def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkey
         import parsing as script
     finally:
         sys.path.pop(0)
+    # the profile at a setting that is not in the pilot's grid, as it was before the pilot chose
     monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
-        vocab_size=600, model=script.PROFILE.model | {"N": 1, "d_model": 32, "d_ff": 64, "h": 2,
-                                                      "d_k": 16, "d_v": 16},
+        vocab_size=600, lr_factor=0.8,
+        model=script.PROFILE.model | {"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16,
+                                      "d_v": 16, "P_drop": 0.2},
         save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2, round_steps=2))
     monkeypatch.setattr(script, "PILOT_ROUNDS", 2)
     # a 4-step model may not have left the collapse on any machine: here every round counts as out
@@ -312,6 +314,16 @@ def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkey
     final = json.loads((tmp_path / "results" / "parsing" / "results.json").read_text())
     pilot_curve = json.loads((pilot / f"{setting}.json").read_text())["dev_curve"]
     assert final["dev_curve"][:2] == pilot_curve and final["training"]["first_rounds_from_pilot"] == setting
+    assert final["command"] == "python scripts/parsing.py --from-pilot" and final["variant"] is None
+    # a setting the profile does not hold goes on beside it, as a labelled variant
+    with pytest.raises(SystemExit):
+        script.main(argv + ["--from-pilot", "f0.3-p0.1"])
+    script.main(argv + ["--from-pilot", "prenorm-f0.25-p0.1", "--max-minutes", "0.0001"])
+    pre_final = json.loads((tmp_path / "results" / "parsing-prenorm-f0.25-p0.1" / "results.json").read_text())
+    assert pre_final["variant"] == "prenorm-f0.25-p0.1" and pre_final["model"]["norm_first"]
+    assert pre_final["command"] == "python scripts/parsing.py --from-pilot prenorm-f0.25-p0.1"
+    assert pre_final["dev_curve"][:2] == records["prenorm-f0.25-p0.1"]["dev_curve"]
+    assert (tmp_path / "runs" / "parsing-prenorm-f0.25-p0.1-select").exists()
     # the rule by hand, on records made up so that every branch decides
     monkeypatch.setattr(script, "COLLAPSED", 0.9)
     point = dict(step=2, round=1, dev_ppl=3.0, encoder_similarity=0.5)

@@ -184,6 +184,20 @@ def test_text_in_the_address_is_translated_on_load(chromium, whole_book, torch_m
     assert message == ""
 
 
+def test_several_sentences_are_translated_one_by_one(chromium, whole_book, torch_model, tmp_path):
+    """The model learned single captions: typed together, sentences are split and each translated
+    alone, and the status line names both searches with their times."""
+    model, vocab = torch_model
+    first, second = "Two dogs are playing in the snow .", "A man rides a bike down the street."
+    url = (whole_book / PAGE).as_uri() + "?text=" + urllib.parse.quote(f"{first} {second}")
+    dom = open_page(chromium, url, tmp_path, seconds=90)
+    for cell, k in (("translator-output", 4), ("translator-greedy", 1)):
+        expected = " ".join(vocab.decode(torch_search(model, vocab, s, k)) for s in (first, second))
+        assert element(dom, "td", cell) == expected
+    status = element(dom, "span", "translator-status")
+    assert "beam search (k = 4)" in status and "greedy search" in status and "2 sentences" in status
+
+
 def test_empty_text_in_the_address_gets_the_message_in_the_page(chromium, whole_book, tmp_path):
     dom = open_page(chromium, (whole_book / PAGE).as_uri() + "?text=%20%20", tmp_path, seconds=60)
     assert element(dom, "p", "translator-message") == "Type an English sentence first."

@@ -9,6 +9,12 @@ cells, in notebook order, and gives it an ``__all__`` of its public top-level na
     python tools/export_package.py           # (re)write transformer/*.py from book/*.ipynb
     python tools/export_package.py --check   # exit 1 and show a diff if the package disagrees
 
+A class may be written over several cells, with prose between its methods, as d2l does: a cell
+whose every statement is a function decorated first with ``@add_to_class(Name)`` (from
+``transformer.book``, which attaches it while the notebook runs) is exported as methods of
+``class Name``, appended to the body of that class in an earlier cell of the same module, the
+decorator dropped. The module reads as if the class had been written in one piece.
+
 Any other ``#|`` line among a code cell's leading comment lines is an error, so that a typo
 cannot silently drop a cell. Hand-written files (``__init__.py`` and anything without the
 header below) are left alone.
@@ -220,11 +226,60 @@ def add_all(text: str, where: str) -> str:
     return out
 
 
+def _method_owner(chunk: str, where: str) -> tuple[str, list[int]] | None:
+    """For a chunk of methods written outside their class (every statement a function whose
+    first decorator is ``@add_to_class(Name)``): (Name, the 1-based lines of those decorators).
+    None for any other chunk."""
+    try:
+        tree = ast.parse(chunk)
+    except SyntaxError as e:
+        raise SystemExit(f"{where}: the exported code does not parse: line {e.lineno}: {e.msg}")
+    owners, lines = set(), []
+    for node in tree.body:
+        first = (node.decorator_list[0] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and node.decorator_list else None)
+        if not (isinstance(first, ast.Call) and isinstance(first.func, ast.Name)
+                and first.func.id == "add_to_class"):
+            if owners:
+                raise SystemExit(f"{where}: a cell of @add_to_class methods holds something else "
+                                 f"(line {node.lineno}); give it a cell of its own")
+            return None
+        if len(first.args) != 1 or not isinstance(first.args[0], ast.Name) or first.keywords:
+            raise SystemExit(f"{where}: line {first.lineno}: write @add_to_class(ClassName)")
+        owners.add(first.args[0].id)
+        lines += range(first.lineno, first.end_lineno + 1)
+    if len(owners) > 1:
+        raise SystemExit(f"{where}: one cell adds methods to {', '.join(sorted(owners))}; one class a cell")
+    return (owners.pop(), lines) if owners else None
+
+
+def _attach_methods(chunks: list[str], where: str) -> list[str]:
+    """Move each chunk of @add_to_class(Name) methods into the body of class Name, which must be
+    the last statement of an earlier chunk."""
+    out: list[str] = []
+    for chunk in chunks:
+        owner = _method_owner(chunk, where) if chunk else None
+        if owner is None:
+            out.append(chunk)
+            continue
+        name, drop = owner
+        home = next((i for i in range(len(out) - 1, -1, -1) if out[i]
+                     and isinstance(last := ast.parse(out[i]).body[-1], ast.ClassDef)
+                     and last.name == name), None)
+        if home is None:
+            raise SystemExit(f"{where}: @add_to_class({name}) but no earlier cell of this module "
+                             f"ends with class {name}")
+        body = [line for i, line in enumerate(chunk.splitlines(), 1) if i not in drop]
+        out[home] += "\n\n" + "\n".join("    " + line if line.strip() else "" for line in body)
+    return out
+
+
 def render(nb_path: Path) -> dict[str, str]:
     """Module name -> module text, for every module the notebook feeds (in notebook order)."""
     src = _rel(nb_path)
     out = {}
     for name, chunks in _collect(nb_path).items():
+        chunks = _attach_methods(chunks, f"{src} -> {PACKAGE.name}/{name}.py")
         text = HEADER.format(src=src) + "\n" + "\n\n\n".join(c for c in chunks if c) + "\n"
         out[name] = add_all(text, f"{src} -> {PACKAGE.name}/{name}.py")
     return out

@@ -5,9 +5,9 @@ text with them (paper section 6.1)."""
 
 __all__ = [
     "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "decoding",
-    "simple_greedy_decode", "length_penalty", "reorder_cache", "simple_beam_search",
-    "sequence_logprob", "greedy_decode", "beam_search", "length_batches", "TOO_LONG", "TooLong",
-    "fit_lengths", "check_search", "translate",
+    "simple_greedy_decode", "length_penalty", "reorder_cache", "end_at_limit", "simple_beam_search",
+    "best_finished", "sequence_logprob", "greedy_decode", "beam_search", "length_batches",
+    "TOO_LONG", "TooLong", "fit_lengths", "check_search", "translate",
 ]
 
 import contextlib
@@ -115,19 +115,24 @@ def reorder_cache(cache: dict, rows: torch.Tensor,
         cache["src_mask"] = cache["src_mask"].index_select(0, memory_rows)
 
 
+def end_at_limit(logp: torch.Tensor, at_limit: torch.Tensor, eos_id: int
+                 ) -> torch.Tensor:
+    """logp [B, k, V] with every token but </s> ruled out for the sentences at_limit
+    [B]: a sentence that reaches its length limit must end."""
+    not_eos = torch.arange(logp.size(-1), device=logp.device) != eos_id
+    return logp.masked_fill(at_limit[:, None, None] & not_eos, float("-inf"))
+
+
 @torch.no_grad()
 def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                        eos_id: int, beam_size: int = BEAM, alpha: float = ALPHA,
                        max_extra: int = MAX_EXTRA, use_cache: bool = True,
                        trace: list | None = None, nbest: int | None = None
                       ) -> torch.Tensor | list[list[tuple[float, list[int]]]]:
-    """Batched beam search. src [B, S] -> ids [B, L] of the best hypothesis per sentence
-    (no <s>; </s> then padding), ranked by log-probability / length_penalty.
-    The readable version; beam_search (below) gives the same output faster.
-    trace: a list to which each step appends, per sentence, its live beams and the
-    hypotheses that ended, with their log-probabilities (to show a search step by
-    step). nbest: return instead, per sentence, its `nbest` best finished hypotheses as
-    (log-probability / length_penalty, ids without </s>), best first."""
+    """Batched beam search, the readable version (beam_search below is faster): src
+    [B, S] -> best_finished's answer. trace: a list to which each step appends, per
+    sentence, its live beams and the hypotheses that ended, with their log-probabilities
+    (to show a search step by step)."""
     with decoding(model):
         B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
         limit = output_limits(src, pad, max_extra, model.cfg.max_len)
@@ -145,13 +150,7 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
             logp = (next_token_logits(model, tokens, memory, src_k, cache)
                     .float().log_softmax(-1))
             V = logp.size(-1)
-            logp = logp.view(B, k, V)
-            # these sentences must end now
-            at_limit = t >= limit
-            if at_limit.any():
-                forced = torch.full_like(logp[at_limit], float("-inf"))
-                forced[..., eos_id] = logp[at_limit][..., eos_id]
-                logp[at_limit] = forced
+            logp = end_at_limit(logp.view(B, k, V), t >= limit, eos_id)
             cand = (scores[:, :, None] + logp).view(B, k * V)
             top_scores, top_ids = cand.topk(2 * k, dim=1)                 # [B, 2k]
             top_beam, top_tok = top_ids // V, top_ids % V
@@ -167,16 +166,11 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                 if trace is not None:
                     ended[b].append({"tokens": hyp, "logprob": top_scores[b, j].item(),
                                      "length": t})
-            for b in ends.any(dim=1).nonzero().flatten().tolist():
-                if len(finished[b]) >= k:
-                    done[b] = True
+            done |= torch.tensor([len(f) >= k for f in finished], device=dev)
             # the k best extensions that go on form the next beam
-            alive_scores = top_scores.masked_fill(is_eos, float("-inf"))
-            alive_scores, pick = alive_scores.topk(k, dim=1)
+            scores, pick = top_scores.masked_fill(is_eos, float("-inf")).topk(k, dim=1)
             rows = (base + top_beam.gather(1, pick)).view(-1)
-            chosen = top_tok.gather(1, pick).view(-1, 1)
-            tokens = torch.cat([tokens[rows], chosen], dim=1)
-            scores = alive_scores
+            tokens = torch.cat([tokens[rows], top_tok.gather(1, pick).view(-1, 1)], 1)
             if trace is not None:
                 trace.append({"step": t, "sentences": [
                     {"beams": [{"tokens": tokens[b * k + j, 1:].tolist(),
@@ -187,14 +181,25 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                 reorder_cache(cache, rows)
             if done.all():
                 break
+    return best_finished(finished, eos_id, pad, dev, nbest)
+
+
+def best_finished(finished: list[list[tuple[float, list[int]]]], eos_id: int, pad: int,
+                  device: torch.device | str, nbest: int | None = None
+                  ) -> torch.Tensor | list[list[tuple[float, list[int]]]]:
+    """The search's answer from each sentence's finished hypotheses, (log-probability /
+    length_penalty, ids ending in </s>): the best one's ids [B, L], </s> then padding (a
+    sentence with none gets </s> alone); or, with nbest, each sentence's `nbest` best as
+    (score, ids without </s>), best first."""
     if nbest:
         # sorted() is stable: of equal scores, the hypothesis that ended first leads
         return [[(score, hyp[:-1]) for score, hyp in
                  sorted(f, key=lambda x: -x[0])[:nbest]] for f in finished]
     best = [max(f, key=lambda x: x[0])[1] if f else [eos_id] for f in finished]
-    out = torch.full((B, max(len(h) for h in best)), pad, dtype=torch.long, device=dev)
+    out = torch.full((len(best), max(len(h) for h in best)), pad, dtype=torch.long,
+                     device=device)
     for b, hyp in enumerate(best):
-        out[b, :len(hyp)] = torch.tensor(hyp, device=dev)
+        out[b, :len(hyp)] = torch.tensor(hyp, device=device)
     return out
 
 
@@ -309,9 +314,7 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
             # these sentences must end now
             at_limit = t >= limit
             if t in limit_steps:
-                not_eos = torch.arange(V, device=dev) != eos_id
-                logp = logp.masked_fill(at_limit[:, None, None] & not_eos,
-                                        float("-inf"))
+                logp = end_at_limit(logp, at_limit, eos_id)
             cand = (scores[:, :, None] + logp).view(b, k * V)
             top_scores, top_ids = cand.topk(2 * k, dim=1)               # [b, 2k]
             top_beam, top_tok = top_ids // V, top_ids % V

@@ -32,21 +32,24 @@
     const width = Math.max(320, canvas.parentElement.clientWidth || 700);
     ctx.font = "12px sans-serif";
     const label = t => t.replace(/\u2581/g, "_");
-    const left = 12 + Math.max(...out.map(t => ctx.measureText(label(t)).width), 30);
-    const top = 12 + Math.max(...src.map(t => ctx.measureText(label(t)).width), 30);
-    const cell = Math.max(8, Math.min(26, (width - left - 8) / S));
-    canvas.width = Math.ceil(left + cell * S + 8);
-    canvas.height = Math.ceil(top + cell * out.length + 8);
+    // room for the axis titles (20 px), the piece labels, and the colour scale on the right (56 px)
+    const left = 20 + 12 + Math.max(...out.map(t => ctx.measureText(label(t)).width), 30);
+    const top = 20 + 12 + Math.max(...src.map(t => ctx.measureText(label(t)).width), 30);
+    const scale = 56;
+    const cell = Math.max(8, Math.min(26, (width - left - scale - 8) / S));
+    const right = left + cell * S, bottom = top + cell * out.length;
+    canvas.width = Math.ceil(right + scale + 8);
+    canvas.height = Math.ceil(Math.max(bottom, top + 90) + 8);
     ctx.font = "12px sans-serif";
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, canvas.width, canvas.height);
     describe(which, layer, head);
+    const colour = p => { const v = Math.round(255 * (1 - p)); return `rgb(${v},${v},255)`; };
     which.attention.forEach((step, t) => {
       const heads = step[layer];
       for (let s = 0; s < S; s++) {
         const p = head === "mean" ? heads.reduce((a, w) => a + w[s], 0) / heads.length : heads[+head][s];
-        const shade = Math.round(255 * (1 - p));
-        ctx.fillStyle = `rgb(${shade},${shade},255)`;
+        ctx.fillStyle = colour(p);
         ctx.fillRect(left + s * cell, top + t * cell, cell - 1, cell - 1);
       }
     });
@@ -62,6 +65,29 @@
       ctx.fillText(label(t), 0, 0);
       ctx.restore();
     });
+    // axis titles
+    ctx.font = "bold 12px sans-serif";
+    ctx.textAlign = "center";
+    ctx.fillText("English source pieces (keys)", (left + right) / 2, 10);
+    ctx.save();
+    ctx.translate(10, (top + bottom) / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillText("German output pieces (queries)", 0, 0);
+    ctx.restore();
+    // the colour scale: attention weight from 0 (white) to 1 (blue)
+    const barX = right + 14, barH = Math.max(60, Math.min(bottom - top, 160));
+    for (let y = 0; y < barH; y++) {
+      ctx.fillStyle = colour(1 - y / (barH - 1));
+      ctx.fillRect(barX, top + y, 12, 1);
+    }
+    ctx.strokeStyle = "#888";
+    ctx.strokeRect(barX - 0.5, top - 0.5, 13, barH + 1);
+    ctx.fillStyle = "#222";
+    ctx.font = "12px sans-serif";
+    ctx.textAlign = "left";
+    ctx.fillText("1", barX + 16, top + 4);
+    ctx.fillText("0", barX + 16, top + barH - 4);
+    ctx.fillText("weight", barX - 6, top - 10);
   }
 
   // The chart in words, for screen readers: each output piece and the source piece it
@@ -80,6 +106,14 @@
 
   // --- translating from the form ----------------------------------------------------------------------
 
+  // The model learned from single captions, so several sentences typed at once are translated one
+  // by one: a line break ends a sentence, and so does a full stop, question or exclamation mark
+  // followed by a space and more text.
+  function sentences(text) {
+    const parts = text.split(/\n+|(?<=[.!?])\s+(?=\S)/).map(s => s.trim()).filter(Boolean);
+    return parts.length ? parts : [text];
+  }
+
   // A request made while a translation runs waits for it; only the latest one is kept.
   let busy = false, pending = null;
   async function run(text) {
@@ -97,27 +131,37 @@
     $("translator-beam-label").textContent = k === 1 ? "Beam search (k = 1, that is greedy)"
       : `Beam search (k = ${k}, \u03b1 = ${book.load().payload.search.alpha})`;
     try {
-      const {vocab} = book.load();
-      state.source = vocab.encode(text.trim() ? text : "").ids.map(i => vocab.pieces[i]).concat("</s>");
+      const {vocab, payload} = book.load();
+      book.check(text, payload.limits);      // the whole input, before it is cut into sentences
+      const parts = sentences(text), seconds = {}, unseen = [];
       for (const [name, beam, el] of [["beam", k, "translator-output"], ["greedy", 1, "translator-greedy"]]) {
         state.live = name;
-        const started = performance.now();
-        const result = await book.translate(text, {
-          beam,
-          onStep: (ids, attention) => {
-            state[name] = {tokens: ids.map(i => vocab.pieces[i]), attention};
-            $("translator-status").textContent = `${name} search: ${ids.length} pieces`;
-            draw();
-          },
-        });
-        state[name] = {tokens: result.tokens, attention: result.attention};
-        $(el).textContent = result.text;
-        const seconds = (performance.now() - started) / 1000;
-        $("translator-status").textContent = `${name} search: ${seconds.toFixed(2)} s`;
-        if (result.unseen.length)
-          setMessage("Never seen in training, so passed to the model as raw bytes: " +
-                     [...new Set(result.unseen)].join(" ") + ". Expect a poor translation around them.", "warning");
+        const started = performance.now(), outputs = [];
+        for (const [i, part] of parts.entries()) {
+          const which = parts.length > 1 ? `, sentence ${i + 1} of ${parts.length}` : "";
+          state.source = vocab.encode(part.trim() ? part : "").ids.map(j => vocab.pieces[j]).concat("</s>");
+          const result = await book.translate(part, {
+            beam,
+            onStep: (ids, attention) => {
+              state[name] = {tokens: ids.map(j => vocab.pieces[j]), attention};
+              $("translator-status").textContent = `${name} search${which}: ${ids.length} pieces`;
+              draw();
+            },
+          });
+          state[name] = {tokens: result.tokens, attention: result.attention};
+          outputs.push(result.text);
+          unseen.push(...result.unseen);
+          $(el).textContent = outputs.join(" ");
+        }
+        seconds[name] = (performance.now() - started) / 1000;
       }
+      // both searches, each with its time: the line names what produced each output
+      $("translator-status").textContent = `beam search (k = ${k}): ${seconds.beam.toFixed(2)} s; ` +
+        `greedy search: ${seconds.greedy.toFixed(2)} s` + (parts.length > 1 ?
+        `; ${parts.length} sentences, translated one by one (the chart shows the last)` : "");
+      if (unseen.length)
+        setMessage("Never seen in training, so passed to the model as raw bytes: " +
+                   [...new Set(unseen)].join(" ") + ". Expect a poor translation around them.", "warning");
       state.live = null;
       draw();
     } catch (err) {

@@ -528,5 +528,5 @@
             attention: out.attention.slice(0, ids.length)};
   }
 
-  window.transformerBook = {translate, load, SentencePieceBPE, Transformer};
+  window.transformerBook = {translate, check, load, SentencePieceBPE, Transformer};
 })();
