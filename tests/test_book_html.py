@@ -137,6 +137,7 @@ def built_book(tmp_path_factory) -> Path:
     (root / "book").mkdir()
     shutil.copy(REPO / f"{CHAPTER}.ipynb", root / "book")
     shutil.copy(REPO / "book" / "references.bib", root / "book")  # its citations
+    shutil.copytree(REPO / "_ext", root / "_ext")  # the citation style
 
     build_book(root)
     return root / "_build" / "html"

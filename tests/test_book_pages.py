@@ -215,6 +215,54 @@ def test_the_landing_page_shows_the_results_and_links_to_paper_and_repository(wh
     assert "<svg" in first, "no picture on the first screen"
 
 
+def test_the_landing_page_and_chapter_7_say_what_the_records_say(whole_book):
+    """The two pages that sum the book up state each result and status as the records have it:
+    every row of the ledger as it reads today, no sweep called unfinished once its records are
+    complete (or finished while they are not), and the GPU said to have run exactly where a GPU
+    record exists."""
+    from transformer.conclusion import ledger
+    rows = ledger(RESULTS)
+    gpu_ran = (RESULTS / "gpu-check" / "results.json").exists() or any(
+        (RESULTS / "gpu-check").glob("*.json"))
+    for name in ("index", "07_conclusion"):
+        # what the page says, not the code that says it (cell inputs left out); its typography
+        # turns ' into a right quote
+        page = re.sub(r'<div class="cell_input[^"]*">\s*<div class="highlight[^"]*">'
+                      r'<div class="highlight"><pre>.*?</pre>', " ",
+                      (whole_book / "book" / f"{name}.html").read_text(encoding="utf-8"), flags=re.S)
+        page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).replace("\u2019", "'").split())
+        missing = [r["ours"] for r in rows if " ".join(r["ours"].split()) not in text]
+        assert not missing, f"{name} does not state {missing}"
+        for r in rows:
+            unfinished = "(in progress)" in r["result"]
+            assert unfinished == ("in progress" in text.lower()), (name, r["result"])
+        assert not re.search(r"records arrive as it runs|so far every finished row", text, re.I), name
+        said_gpu = re.search(r"GPU code has run for minutes|ran the GPU checks|GPU checks? of", text)
+        assert bool(said_gpu) == gpu_ran, f"{name}: what it says of the GPU disagrees with results/gpu-check"
+        assert "no GPU has run it yet" not in text
+
+
+def test_every_link_inside_the_site_leads_to_a_page_of_it(whole_book):
+    """A relative link must land on a file of the built site (a hosted copy has nothing else), and
+    an anchor on an id of its page."""
+    broken = []
+    for page in pages(whole_book):
+        text = page.read_text(encoding="utf-8")
+        for target in set(re.findall(r'href="([^"]+)"', text)):
+            if re.match(r"[a-z][a-z0-9+.-]*:|//", target):
+                continue                      # another site, or mailto:
+            path, _, anchor = target.partition("#")
+            path = path.partition("?")[0]     # a cache-busting query names the same file
+            file = (page.parent / html.unescape(path)).resolve() if path else page
+            if not file.is_file() or whole_book.resolve() not in file.parents:
+                broken.append(f"{page.stem}: {target}")
+            elif anchor and file.suffix == ".html" and not re.search(
+                    rf'id="{re.escape(html.unescape(anchor))}"', file.read_text(encoding="utf-8")):
+                broken.append(f"{page.stem}: {target}")
+    assert not broken, f"links that lead nowhere: {sorted(broken)}"
+
+
 class OpenCode(HTMLParser):
     """The code a reader sees without opening anything: the source of every code cell whose input
     is neither folded (hide-input, hide-cell) nor removed, one string per cell."""

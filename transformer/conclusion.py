@@ -46,9 +46,8 @@ def converged_table3(protocol: dict, records: dict) -> dict:
                             for n in notes)
             tiny = sum(any("whose keys have" in x for x in n) for n in notes)
             if collapsed or tiny:
-                ours += (f"; of these, {collapsed} rest on a run whose encoder never "
-                         f"left the collapse and {tiny} on a row whose keys the "
-                         "scale-down shrinks most (6.2)")
+                ours += (f"; 6.2 qualifies {collapsed} that rest on a run whose encoder "
+                         f"collapsed and {tiny} that rest on its smallest keys")
         else:
             ours += "no claim has all its rows measured yet"
     done = len(rows_done) == len(TABLE3) and not pending

@@ -39,7 +39,7 @@
     const cell = Math.max(8, Math.min(26, (width - left - scale - 8) / S));
     const right = left + cell * S, bottom = top + cell * out.length;
     canvas.width = Math.ceil(right + scale + 8);
-    canvas.height = Math.ceil(Math.max(bottom, top + 90) + 8);
+    canvas.height = Math.ceil(Math.max(bottom, top + 120) + 8);
     ctx.font = "12px sans-serif";
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, canvas.width, canvas.height);
@@ -68,11 +68,11 @@
     // axis titles
     ctx.font = "bold 12px sans-serif";
     ctx.textAlign = "center";
-    ctx.fillText("English source pieces (keys)", (left + right) / 2, 10);
+    ctx.fillText("English pieces (keys)", (left + right) / 2, 10);
     ctx.save();
-    ctx.translate(10, (top + bottom) / 2);
+    ctx.translate(10, top + Math.max(bottom - top, 120) / 2);
     ctx.rotate(-Math.PI / 2);
-    ctx.fillText("German output pieces (queries)", 0, 0);
+    ctx.fillText("German pieces (queries)", 0, 0);
     ctx.restore();
     // the colour scale: attention weight from 0 (white) to 1 (blue)
     const barX = right + 14, barH = Math.max(60, Math.min(bottom - top, 160));
