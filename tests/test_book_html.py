@@ -133,10 +133,13 @@ def built_book(tmp_path_factory) -> Path:
     # the translator's files (web/) belong to another chapter
     config["sphinx"]["config"].pop("html_extra_path", None)
     (root / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    (root / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": CHAPTER}))
+    # the chapter and the references page its citations link to
+    (root / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": CHAPTER,
+                                                   "chapters": [{"file": "book/references"}]}))
     (root / "book").mkdir()
     shutil.copy(REPO / f"{CHAPTER}.ipynb", root / "book")
-    shutil.copy(REPO / "book" / "references.bib", root / "book")  # its citations
+    for name in ("references.bib", "references.md"):     # its citations
+        shutil.copy(REPO / "book" / name, root / "book")
     shutil.copytree(REPO / "_ext", root / "_ext")  # the citation style
 
     build_book(root)

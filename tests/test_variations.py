@@ -368,17 +368,25 @@ def test_the_ledger_row_of_the_converged_sweep_marks_verdicts_that_wait_for_a_se
 
     protocol = {"budget_epochs": 60, "scale": 8, "chosen": {"lr_factor": 0.25},
                 "hardware": {"cpu": "x"}, "command": "python -m transformer.variations"}
-    records = {("base", s): {"dev_bleu": b, "dev_ppl": p} for s, b, p in ((1, 20, 10), (2, 21, 11), (3, 22, 12))}
+    # every run's encoder left the collapse at epoch 1, unless the test says otherwise
+    out = [{"epoch": 1, "encoder_similarity": 0.5}]
+    records = {("base", s): {"dev_bleu": b, "dev_ppl": p, "dev_curve": out}
+               for s, b, p in ((1, 20, 10), (2, 21, 11), (3, 22, 12))}
     row = converged_table3(protocol, records)
     assert row["result"].endswith("(in progress): 1 of 20 rows")
     assert row["ours"] == "base seeds within 2.00 perplexity and 2.00 BLEU; no claim has all its rows measured yet"
-    records["A1", 1] = {"dev_bleu": 15, "dev_ppl": 20}      # far below base: no second seed
-    records["A4", 1] = {"dev_bleu": 21.5, "dev_ppl": 30}    # within the base range by BLEU
+    records["A1", 1] = {"dev_bleu": 15, "dev_ppl": 20, "dev_curve": out}  # far below base: no second seed
+    records["A4", 1] = {"dev_bleu": 21.5, "dev_ppl": 30, "dev_curve": out}  # within the base range by BLEU
     row = converged_table3(protocol, records)
     assert "2 claims measured, by dev BLEU: reproduced 1, within noise 1" in row["ours"]
-    assert row["ours"].endswith("(1 provisional: a second seed to come)")
-    records["A4", 2] = {"dev_bleu": 21.0, "dev_ppl": 29}
+    # A4's keys are the ones the scale-down shrinks most: 6.2 qualifies that verdict
+    assert row["ours"].endswith("(1 provisional: a second seed to come); 6.2 qualifies 0 that rest "
+                                "on a run whose encoder collapsed and 1 that rest on its smallest keys")
+    records["A4", 2] = {"dev_bleu": 21.0, "dev_ppl": 29, "dev_curve": out}
     assert "provisional" not in converged_table3(protocol, records)["ours"]
+    # a run that never left the collapse is counted
+    records["A1", 1]["dev_curve"] = [{"epoch": 1, "encoder_similarity": 0.99}]
+    assert "qualifies 1 that rest on a run whose encoder collapsed" in converged_table3(protocol, records)["ours"]
     assert converged_table3(protocol, {})["ours"] == "no record yet"
 
 

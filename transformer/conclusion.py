@@ -46,8 +46,8 @@ def converged_table3(protocol: dict, records: dict) -> dict:
                             for n in notes)
             tiny = sum(any("whose keys have" in x for x in n) for n in notes)
             if collapsed or tiny:
-                ours += (f"; 6.2 qualifies {collapsed} that rest on a run whose encoder "
-                         f"collapsed and {tiny} that rest on its smallest keys")
+                ours += (f"; 6.2 qualifies {collapsed} that rest on a run whose "
+                         f"encoder collapsed and {tiny} that rest on its smallest keys")
         else:
             ours += "no claim has all its rows measured yet"
     done = len(rows_done) == len(TABLE3) and not pending
