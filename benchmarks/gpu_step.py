@@ -36,6 +36,7 @@ are not counted. --smoke runs the same code on the CPU at tiny shapes and labels
 """
 import argparse
 import gc
+import json
 import platform
 import resource
 import statistics
@@ -50,13 +51,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the reposito
 from benchmarks.train_step import (TorchReference, cpu_fused_adam_supported, encoded_corpus,  # noqa: E402
                                    reference_loss, reference_optimizer, reference_step)
 from transformer.machine import cpu_name  # noqa: E402
-from transformer.data import PAD, BatchStream, collate, split_batch  # noqa: E402
+from transformer.data import PAD  # noqa: E402
 from transformer.model import Transformer, TransformerConfig  # noqa: E402
 from transformer.optim import build_optimizer  # noqa: E402
 from transformer.loss import label_smoothed_nll  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
 from transformer.profiles import PROFILES  # noqa: E402
-from transformer.step import batch_seed, train_step  # noqa: E402
+from transformer.step import StepFeeder, train_step, training_stream  # noqa: E402
+from transformer.train import compiled  # noqa: E402
 
 
 def model_flops(cfg, vocab, src_lengths, tgt_lengths):
@@ -129,27 +131,48 @@ def profile_for(preset):
 
 
 def build_steps(encoded, profile, steps, vocab, device):
-    """`steps` optimizer steps drawn as the trainer draws them (transformer.step.StepFeeder on one device).
+    """`steps` optimizer steps drawn by the trainer's own StepFeeder on one device (ids checked on the host).
 
-    A step is the next batch of <= tokens_per_step padded tokens of a BatchStream, cut by split_batch into
-    micro-batches of <= max_tokens padded tokens; ids are checked on the host (collate with vocab_size).
+    Without shape classes a step is the next batch of <= tokens_per_step padded tokens of a BatchStream,
+    cut by split_batch into micro-batches of <= max_tokens padded tokens; with them (profile.batch_pad_to,
+    on by default for a compiled step) a group of micro-batches of one shape class each (chapter 5.1).
     Returns dicts with the on-device micro-batches, their non-pad lengths and the step's token counts.
     """
-    stream = BatchStream(encoded, profile.tokens_per_step, seed=profile.seed)
-    sizes = np.maximum(stream.src_len, stream.tgt_len)
+    feeder = StepFeeder(encoded, training_stream(encoded, profile), profile.max_tokens, Runtime(), vocab,
+                        profile.seed, prefetch=False, tokens_per_step=profile.tokens_per_step)
     out = []
     for step in range(steps):
-        batch = stream.next_batch()
-        parts = split_batch(batch, sizes, profile.max_tokens, 1)
+        item = feeder.build(step)
+        lengths = [((src != PAD).sum(1), (tgt_out != PAD).sum(1)) for src, _, tgt_out in item.batches]
         out.append(dict(
-            batches=[tuple(t.to(device) for t in collate(encoded, p, vocab_size=vocab)) for p in parts],
-            seeds=[batch_seed(profile.seed, step, i) for i in range(len(parts))],
-            src_lengths=[stream.src_len[p] for p in parts], tgt_lengths=[stream.tgt_len[p] for p in parts],
-            n_src=int(stream.src_len[batch].sum()), n_tgt=int(stream.tgt_len[batch].sum())))
+            batches=[tuple(t.to(device) for t in b) for b in item.batches], seeds=item.seeds,
+            src_lengths=[s[s > 0].numpy() for s, _ in lengths], tgt_lengths=[t[t > 0].numpy() for _, t in lengths],
+            shapes=[tuple(b[0].shape) + tuple(b[1].shape[1:]) for b in item.batches],
+            n_src=item.n_src, n_tgt=item.n_tgt))
     return out
 
 
-def run_variant(name, cfg, vocab, steps, device, args, compile_backend):
+def graphs_compiled():
+    """Graphs dynamo has compiled so far in this process (every compilation and recompilation)."""
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
+def top_kernels(step, steps, device, rows):
+    """A profiler table of the `rows` operations with the most time of their own over the steps (device
+    time on a GPU)."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        for s in steps:
+            step(s)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    key = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    return prof.key_averages().table(sort_by=key, row_limit=rows)
+
+
+def run_variant(name, cfg, vocab, steps, device, args, compile_backend, profile_rows=0):
     """Build one variant, warm it up over the steps, time them; returns its measurements."""
     clock = Clock(device)
     rt = Runtime(rank=0, world=1, device=device)
@@ -167,10 +190,10 @@ def run_variant(name, cfg, vocab, steps, device, args, compile_backend):
         optimizer, scheduler = reference_optimizer(model, cfg, fused=fused or None)
     model.train()
     net, loss_fn = model, label_smoothed_nll if name == "ours" else reference_loss
-    if compile_backend:          # as the trainer's --compile: the model and the loss, dynamic shapes
+    if compile_backend:          # as the trainer's --compile: the model and the loss, dynamic shapes, no duck sizing
         torch._dynamo.reset()
-        net = torch.compile(model, dynamic=True, backend=compile_backend)
-        loss_fn = torch.compile(loss_fn, dynamic=True, backend=compile_backend)
+        net = compiled(model, backend=compile_backend)
+        loss_fn = compiled(loss_fn, backend=compile_backend)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else None
 
     def step(s):
@@ -180,11 +203,15 @@ def run_variant(name, cfg, vocab, steps, device, args, compile_backend):
         return reference_step(net, optimizer, scheduler, s["batches"], s["n_tgt"], cfg.eps_ls, PAD, autocast,
                               loss_fn)
 
-    t0 = time.perf_counter()
+    graphs_before = graphs_compiled()
+    warmup_step_s = []
     for s in steps:                      # warm-up: compilation for these shapes, allocator, Adam state
+        t0 = time.perf_counter()
         step(s)
-    clock.sync()
-    warmup_s = time.perf_counter() - t0
+        clock.sync()
+        warmup_step_s.append(time.perf_counter() - t0)
+    warmup_s = sum(warmup_step_s)
+    graphs_warmup = graphs_compiled() - graphs_before
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     results = []
@@ -196,6 +223,8 @@ def run_variant(name, cfg, vocab, steps, device, args, compile_backend):
         marks.append(clock.mark())
     clock.sync()
     host_s = time.perf_counter() - host_start
+    graphs_timed = graphs_compiled() - graphs_before - graphs_warmup     # a recompilation while timed
+    kernels = top_kernels(step, steps[:3], device, profile_rows) if profile_rows else None
     step_s = [clock.seconds(a, b) for a, b in zip(marks, marks[1:])]
     peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
     losses = torch.stack([torch.as_tensor(r).reshape(-1)[0].float() for r in results]).cpu()
@@ -203,6 +232,8 @@ def run_variant(name, cfg, vocab, steps, device, args, compile_backend):
         raise RuntimeError(f"{name}: non-finite loss in the timed steps: {losses.tolist()}")
     adam = optimizer.defaults
     info = dict(name=name, step_s=step_s, total_s=sum(step_s), host_s=host_s, warmup_s=warmup_s, peak=peak,
+                warmup_step_s=warmup_step_s, graphs_warmup=graphs_warmup, graphs_timed=graphs_timed,
+                top_kernels=kernels,
                 params=sum(p.numel() for p in model.parameters()),
                 adam="fused" if adam.get("fused") else "foreach" if adam.get("foreach") else "for-loop",
                 loss_per_token=float(losses[-1]) / steps[-1]["n_tgt"])
@@ -232,6 +263,11 @@ def main(argv=None):
     ap.add_argument("--matmul-size", type=int, default=8192, help="n of the n x n x n matmul that measures peak")
     ap.add_argument("--device", help="default: cuda if available (--smoke: cpu)")
     ap.add_argument("--threads", type=int, help="CPU threads (default: torch's)")
+    ap.add_argument("--pad-to", type=int, help="shape classes of the batches (chapter 5.1): pad lengths to a "
+                    "multiple of this; 0: none (default: the trainer's, 8 when compiled, none when eager)")
+    ap.add_argument("--profile-top", type=int, default=0, metavar="N",
+                    help="after timing, profile 3 steps of ours and print the N costliest operations")
+    ap.add_argument("--json", help="also write every measurement to this JSON file")
     ap.add_argument("--smoke", action="store_true",
                     help="CPU check in seconds: tiny preset, 1000-piece BPE on 3000 pairs, 2 steps of 2 x 512 "
                          "tokens, compile backend 'eager', fp32")
@@ -284,12 +320,15 @@ def main(argv=None):
     mm_name = str(mm_dtype).replace("torch.", "") + (" (TF32)" if cuda and mm_dtype == torch.float32 else "")
     print(f"measured {label}matmul rate: {rate / 1e12:.3f} TFLOP/s ({mm_name}, {args.matmul_size}^3)")
 
+    report = dict(device=where, torch=torch.__version__, precision=precision, compile=compile_backend or "off",
+                  matmul_tflops=rate / 1e12, data_pairs=len(encoded), vocab=V, steps=args.steps, presets={})
     for preset in args.presets:
-        profile = profile_for(preset)
+        profile = profile_for(preset).replace(compile=compile_backend is not None, pad_to=args.pad_to)
         if args.smoke:
             profile = profile.replace(max_tokens=512, tokens_per_step=1024)
         cfg = TransformerConfig.preset(preset)
         steps = build_steps(encoded, profile, args.steps, V, device)
+        shapes = {shape for s in steps for shape in s["shapes"]}
         micro = statistics.mean(len(s["batches"]) for s in steps)
         n_tgt = statistics.mean(s["n_tgt"] for s in steps)
         n_src = statistics.mean(s["n_src"] for s in steps)
@@ -299,12 +338,15 @@ def main(argv=None):
               f"P_drop={cfg.P_drop}); steps of profile {profile.name} as the trainer draws them on one device: a batch "
               f"of <= {profile.tokens_per_step} padded tokens (tokens_per_step) cut into micro-batches of <= "
               f"{profile.max_tokens} (max_tokens), {micro:.1f} per step on average; mean {n_tgt:.0f} target + "
-              f"{n_src:.0f} source non-pad tokens per step; {args.steps} timed steps after a warm-up pass over them")
+              f"{n_src:.0f} source non-pad tokens per step; {args.steps} timed steps after a warm-up pass over them; "
+              f"shape classes: {f'pad_to {profile.batch_pad_to}' if profile.batch_pad_to else 'none'}, "
+              f"{len(shapes)} distinct micro-batch shapes in these steps")
         print(f"model FLOPs per step (analytic, non-pad tokens): {flops / 1e12:.4f} TFLOP")
         names = ["ours"] + ([] if args.no_reference else ["reference"])
         rows = {}
         for name in names:
-            r = run_variant(name, cfg, V, steps, device, args, compile_backend)
+            r = run_variant(name, cfg, V, steps, device, args, compile_backend,
+                            args.profile_top if name == "ours" else 0)
             per_step = r["total_s"] / len(steps)
             r.update(per_step=per_step, tps=n_tgt / per_step, mfu=flops / per_step / rate)
             rows[name] = r
@@ -322,13 +364,31 @@ def main(argv=None):
                   f"projected {profile.max_steps} steps: {fmt_hours(r['per_step'] * profile.max_steps)} "
                   f"(timed host clock {r['host_s']:.2f} s for {len(steps)} steps; warm-up {r['warmup_s']:.1f} s; "
                   f"last loss/token {r['loss_per_token']:.3f})")
+        for name, r in rows.items():
+            if compile_backend:
+                print(f"{label}{name}: graphs compiled during the warm-up {r['graphs_warmup']}, during the timed "
+                      f"steps {r['graphs_timed']}; warm-up step seconds "
+                      f"{', '.join(f'{t:.1f}' for t in r['warmup_step_s'])}")
+            if r["top_kernels"]:
+                print(f"{label}{name}: the costliest operations over 3 steps\n{r['top_kernels']}")
         if "reference" in rows:
             print(f"{label}ours/reference: {rows['ours']['tps'] / rows['reference']['tps']:.2f}x target tokens/s")
+        report["presets"][preset] = dict(
+            profile=profile.name, pad_to=profile.batch_pad_to, shapes=sorted(shapes), micro_per_step=micro,
+            tgt_tokens_per_step=n_tgt, src_tokens_per_step=n_src, flops_per_step=flops, max_steps=profile.max_steps,
+            variants={name: {k: r[k] for k in ("params", "adam", "per_step", "step_s", "tps", "mfu", "peak",
+                                               "warmup_s", "warmup_step_s", "graphs_warmup", "graphs_timed",
+                                               "top_kernels", "loss_per_token")} for name, r in rows.items()})
+        if args.json:           # after every preset, so that a run cut off later keeps what it measured
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     if not cuda:
         peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20   # KiB on Linux
         print(f"\nCPU process peak resident memory: {peak_rss:.2f} GiB (all variants together)")
     print("projection: mean seconds per timed step x the profile's max_steps; '@N tgt': the same for steps "
           "holding exactly tokens_per_step non-pad target tokens")
+    if args.json:
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ WMT news test sets; they need the offline corpora (../shared/data, or $TRANSFORM
 tests skip, unless $CI is set, where they fail.
 """
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -45,8 +46,8 @@ def test_train_step_benchmark_tiny():
     assert re.search(r"^ours/reference: \d+\.\d\dx", out, re.M)
 
 
-def test_gpu_step_smoke_on_cpu():
-    out = run_script("gpu_step.py", "--smoke")
+def test_gpu_step_smoke_on_cpu(tmp_path):
+    out = run_script("gpu_step.py", "--smoke", "--profile-top", "5", "--json", str(tmp_path / "bench_compiled_base.json"))
     assert out.startswith("device: CPU")
     assert "precision: fp32" in out and "torch.compile: eager" in out
     assert re.search(r"joint BPE of 1000 pieces", out)
@@ -58,7 +59,26 @@ def test_gpu_step_smoke_on_cpu():
         assert re.search(rf"^{variant} .* n/a \(CPU\)", out, re.M), out
     assert re.search(r"^CPU ours/reference: \d+\.\d\dx", out, re.M)
     assert "CPU process peak resident memory" in out
-    assert "cuda" not in out.lower() and "gpu" not in out.lower()
+    # a compiled step: batches in shape classes, graphs counted, the costliest operations listed
+    assert re.search(r"shape classes: pad_to 8, \d+ distinct micro-batch shapes", out), out
+    assert re.search(r"^CPU ours: graphs compiled during the warm-up [1-9]\d*, during the timed steps 0;", out, re.M), out
+    assert "CPU ours: the costliest operations over 3 steps" in out and "aten::mm" in out
+    # the GPU script's record, from this output and two training logs
+    for name, losses in (("eager", [9.0, 8.5, 8.1]), ("compiled", [9.0, 8.6])):
+        rows = "".join(f"{i + 1},{loss},{1000 + i}\n" for i, loss in enumerate(losses))
+        (tmp_path / f"train_{name}_log.csv").write_text("step,loss,tokens_per_s\n" + rows)
+    (tmp_path / "env.txt").write_text("2026-01-01T00:00:00Z\nbench_eager: exit 124 after 110 s (limit 110 s): x\n")
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_compile_record.py"), str(tmp_path)], check=True)
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["missing"] == ["bench_eager.json: the step was cut off or failed (see steps)",
+                                 "bench_compiled_big.json: the step was cut off or failed (see steps)"]
+    assert record["steps"] == ["bench_eager: exit 124 after 110 s (limit 110 s): x"]
+    tiny = record["benchmarks"]["bench_compiled_base"]["presets"]["tiny"]
+    assert tiny["pad_to"] == 8 and tiny["ours"]["graphs_timed"] == 0 and tiny["ours"]["tps"] > 0
+    assert record["training"]["loss_at_common_steps"] == [[1, 9.0, 9.0], [2, 8.5, 8.6]]
+    assert abs(record["training"]["max_loss_difference"] - 0.1) < 1e-9
+    printed = out.split("\nwrote ")[0].lower()       # the last line names the JSON file, under pytest's folder
+    assert "cuda" not in printed and "gpu" not in printed
 
 
 def load_gpu_step():

@@ -154,8 +154,13 @@ def test_batch_stream_resumes_and_splits_like_accumulation():
     resumed.load_state_dict(other.state_dict())
     for g in groups[17:]:
         assert all(np.array_equal(a, b) for a, b in zip(g, resumed.next_group(2)))
-    with pytest.raises(ValueError, match="seed=5 and 60 tokens per batch; this run has seed=5 and 61"):
+    with pytest.raises(ValueError, match="seed=5, 60 tokens per batch and pad_to=0; this run has seed=5, 61 "):
         BatchStream(data, max_tokens=61, seed=5).load_state_dict(other.state_dict())
+    with pytest.raises(ValueError, match="this run has seed=5, 60 and pad_to=8"):
+        BatchStream(data, max_tokens=60, seed=5, pad_to=8).load_state_dict(other.state_dict())
+    # a checkpoint written before shape classes existed resumes a run without them
+    older = {k: v for k, v in other.state_dict().items() if k != "pad_to"}
+    BatchStream(data, max_tokens=60, seed=5).load_state_dict(older)
 
 
 def test_accumulation_reaches_the_step_size():

@@ -142,6 +142,28 @@ def test_a_class_written_over_several_cells_exports_as_one_class(tmp_path):
     assert scope["after"]() == 6 and isinstance(scope["Net"].make(), scope["Net"])
 
 
+def test_a_property_written_outside_its_class_keeps_its_getters_name(tmp_path):
+    """A property has no __name__: @add_to_class attaches it under its getter's name, and the
+    exported class holds it as written."""
+    cells = ["#| default_exp main",
+             "#| export\nclass Net:\n    def __init__(self):\n        self.n = 2",
+             "#| export\n@add_to_class(Net)\n@property\ndef double(self) -> int:\n"
+             "    return 2 * self.n"]
+    make_book(tmp_path, {"01_a.ipynb": cells})
+    result = run_export(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    module = (tmp_path / "transformer" / "main.py").read_text()
+    assert ("        self.n = 2\n\n    @property\n    def double(self) -> int:\n"
+            "        return 2 * self.n\n") in module
+    from transformer.book import add_to_class
+    for sources in (cells[1:], [module]):
+        scope = {"add_to_class": add_to_class}
+        for src in sources:
+            exec(src, scope)
+        assert isinstance(vars(scope["Net"])["double"], property)
+        assert scope["Net"]().double == 4
+
+
 @pytest.mark.parametrize("cells, message", [
     (["#| default_exp main", "#| export\n@add_to_class(Net)\ndef f(self):\n    pass"],
      "no earlier cell of this module ends with class Net"),

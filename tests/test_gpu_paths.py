@@ -11,14 +11,15 @@ import torch.nn.functional as F
 from transformer import Transformer, TransformerConfig
 from transformer.attention import CAUSAL, MultiHeadAttention, decoder_mask, padding_mask
 from transformer.checkpoint import CheckpointError, capture_rng, load_checkpoint, restore_rng
-from transformer.data import PAD, BatchStream, ParallelData, TokenArray, collate, split_batch, token_batches
+from transformer.data import (PAD, BatchStream, ParallelData, TokenArray, batch_shape, collate, split_batch,
+                              token_batches)
 from transformer.distributed import Runtime
 from transformer.loss import label_smoothed_nll
 from transformer.machine import resolve_device
 from transformer.optim import build_optimizer
 from transformer.profiles import PROFILES, get_profile, parse_overrides, steps_per_interval
 from transformer.run import load_latest_checkpoint, save_checkpoint
-from transformer.step import StepFeeder, train_step
+from transformer.step import StepFeeder, train_step, training_stream
 from transformer.syncs import HostSyncCounter
 
 V = 60
@@ -282,3 +283,82 @@ def test_one_training_step_matches_a_hand_written_step():
     for (k, a), b in zip(models[0].state_dict().items(), models[1].state_dict().values()):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=k)
     assert math.isclose(opts[0][0].param_groups[0]["lr"], 2 * opts[1][0].param_groups[0]["lr"], rel_tol=1e-9)
+
+
+# ------------------------------------------------------------ shape classes --
+
+def test_shape_classes_hold_every_sentence_once_each_batch_within_its_class():
+    data = toy_data(400)
+    for pad_to in (8, 16):
+        stream = BatchStream(data, max_tokens=300, seed=0, pad_to=pad_to)
+        sizes = np.maximum(stream.src_len, stream.tgt_len)
+        batches = stream.batches(0)
+        assert sorted(np.concatenate(batches).tolist()) == list(range(400))
+        shapes = set()
+        for batch in batches:
+            rows, length = batch_shape(int(sizes[batch].max()), 300, pad_to)
+            assert len(batch) <= rows and length % pad_to == 0 and rows * length <= 300
+            src, tgt_in, tgt_out = collate(data, batch, shape=(rows, length))
+            assert src.shape == tgt_in.shape == tgt_out.shape == (rows, length)
+            assert (src[len(batch):] == PAD).all() and (tgt_out[len(batch):] == PAD).all()
+            shapes.add((rows, length))
+        # one shape per padded length, where token batches as they are have many
+        assert len(shapes) <= -(-int(sizes.max()) // pad_to)
+        as_they_are = {(len(b), int(sizes[b].max())) for b in BatchStream(data, 300).batches(0)}
+        assert len(as_they_are) > 3 * len(shapes)
+    with pytest.raises(ValueError, match=r"do not fit the shape \(2, 8\)"):
+        collate(data, np.arange(3), shape=(2, 8))
+    with pytest.raises(ValueError, match="does not fit in max_tokens=20"):
+        BatchStream(data, max_tokens=20, pad_to=32).batches(0)
+
+
+def test_rows_of_padding_change_neither_the_loss_nor_the_gradient():
+    data = toy_data(50)
+    idx = np.arange(5)
+    model = tiny_model(P_drop=0.0).double()
+
+    def loss_and_grads(shape):
+        model.zero_grad()
+        src, tgt_in, tgt_out = collate(data, idx, shape=shape)
+        loss = label_smoothed_nll(model(src, tgt_in), tgt_out, 0.1, PAD)[0]
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+    loss, grads = loss_and_grads(None)
+    padded_loss, padded_grads = loss_and_grads((16, 32))
+    # the loss is summed in float32 (chapter 5.4); only its rounding may differ
+    assert torch.allclose(loss, padded_loss, rtol=1e-6)
+    worst = max(((a - b).abs().max() / a.abs().max().clamp_min(1e-12)).item()
+                for a, b in zip(grads, padded_grads))
+    assert worst < 1e-12, worst
+    assert all(torch.isfinite(g).all() for g in padded_grads)
+
+
+def test_a_compiled_profile_feeds_few_shapes_over_an_epoch_on_every_device():
+    data = toy_data(2000)
+    profile = get_profile("tiny").replace(compile=True, max_tokens=256, tokens_per_step=1024)
+    assert profile.batch_pad_to == 8
+    for world in (1, 2):
+        shapes, feeders = set(), []
+        for rank in range(world):
+            stream = training_stream(data, profile)
+            feeders.append(StepFeeder(data, stream, profile.max_tokens, Runtime(rank, world), V,
+                                      profile.seed, tokens_per_step=profile.tokens_per_step))
+        step = 0
+        while feeders[0].stream.epoch == 0:
+            items = [f.get(step) for f in feeders]
+            assert len({len(item.batches) for item in items}) == 1     # an equal share
+            assert len({item.n_tgt for item in items}) == 1            # the same step
+            for item in items:
+                for src, tgt_in, tgt_out in item.batches:
+                    shapes.add(tuple(src.shape) + tuple(tgt_in.shape))
+            step += 1
+        sizes = np.maximum(feeders[0].stream.src_len, feeders[0].stream.tgt_len)
+        # the bound: one shape per padded length; every shape a multiple of 8 both ways
+        assert len(shapes) <= -(-int(sizes.max()) // 8), shapes
+        assert all(s % 8 == 0 for shape in shapes for s in shape)
+        assert step > 20
+    eager = get_profile("tiny").replace(max_tokens=256, tokens_per_step=1024)
+    feeder = StepFeeder(data, training_stream(data, eager), 256, Runtime(), V, 1)
+    as_they_are = {tuple(b[0].shape) + tuple(b[1].shape) for i in range(step) for b in feeder.get(i).batches}
+    assert len(as_they_are) > 4 * len(shapes)

@@ -284,3 +284,32 @@ def test_a_record_names_the_code_its_process_started_from(monkeypatch):
     monkeypatch.setattr(runlog, "CODE_AT_START", {"commit": "0" * 40, "uncommitted": []})
     record = runlog.provenance("cmd")
     assert record["commit"] == "0" * 40 and record["code_when_written"] == now
+
+
+@pytest.mark.slow
+def test_a_compiled_run_compiles_in_its_first_step_and_never_again(straight, tmp_path, monkeypatch):
+    """The trainer's --compile on CPU inductor, batches in shape classes: every graph is compiled while the first
+    step runs, none after, over steps of several shapes. Without duck sizing turned off, a first batch whose rows
+    equal its length (32 x 32) compiled again at step 2. A GPU's compiler adds guards that the CPU's does not
+    (a length's divisibility by 8, a size threshold): scripts/gpu_compile.sh counts those on a GPU."""
+    from transformer import train
+    out = with_data_of(straight, tmp_path / "compiled")
+    graphs, shapes, real_step = [], [], train.train_step
+
+    def counting_step(net, optimizer, scheduler, batches, *args, **kwargs):
+        result = real_step(net, optimizer, scheduler, batches, *args, **kwargs)
+        graphs.append(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+        shapes.extend(tuple(b[0].shape) for b in batches)
+        return result
+
+    monkeypatch.setattr(train, "train_step", counting_step)
+    torch._dynamo.reset()
+    before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    try:
+        main([*TINY, "--out", str(out), "--compile", "--set", "max_steps=6", "eval_every=1000",
+              "save_every_steps=1000", "model.N=1"])
+    finally:
+        torch._dynamo.reset()
+    assert len(graphs) == 6 and len(set(shapes)) >= 3, (graphs, shapes)
+    assert graphs[0] > before and graphs[1:] == [graphs[0]] * 5, f"compiled again after step 1: {graphs}"
+    assert all(rows % 8 == 0 and length % 8 == 0 for rows, length in shapes), shapes

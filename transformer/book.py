@@ -8,12 +8,14 @@ trace of this helper is left.
 from collections.abc import Callable
 from typing import TypeVar
 
-F = TypeVar("F", bound=Callable)
+F = TypeVar("F", bound=Callable | property)
 
 
 def add_to_class(cls: type) -> Callable[[F], F]:
-    """Attach the decorated function to `cls` under its own name, and return it unchanged."""
+    """Attach the decorated function to `cls` under its own name (a property under its
+    getter's, since a property has no name of its own), and return it unchanged."""
     def attach(fn: F) -> F:
-        setattr(cls, fn.__name__, fn)
+        name = fn.fget.__name__ if isinstance(fn, property) else fn.__name__
+        setattr(cls, name, fn)
         return fn
     return attach

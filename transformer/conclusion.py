@@ -62,84 +62,114 @@ def converged_table3(protocol: dict, records: dict) -> dict:
         hardware=protocol["hardware"], command=protocol["command"])
 
 
+def _read_record(results: Path, *parts: str) -> dict:
+    return json.loads(results.joinpath(*parts).read_text())
+
+
+def _multi30k_row(results: Path) -> dict | None:
+    if not (results / "multi30k-cpu" / "results.json").exists():
+        return None
+    # the results folder keeps the run's profile beside its record
+    m30k = _read_record(results, "multi30k-cpu", "results.json")
+    profile = run_profile(results / "multi30k-cpu")
+    t, model = m30k["training"], {**PRESETS[profile["preset"]], **profile["model"]}
+    return dict(
+        result="6.1 translation (Multi30k En→De test_2016_flickr)",
+        ours=f"{m30k['test']['sacrebleu']:.2f} BLEU "
+             f"({m30k['test']['sacrebleu_lowercase']:.2f} lowercased)",
+        paper=f"{TABLE2['Transformer (base model)']['bleu_en_de']} BLEU on WMT14 "
+              "newstest2014 (another corpus); on this test set, "
+              f"{MULTI30K_ANCHOR['bleu_lowercased']} lowercased by a published "
+              f"small Transformer ({MULTI30K_ANCHOR['source']})",
+        scale=f"N={model['N']}, d_model {model['d_model']}, "
+              f"{t['parameters'] / 1e6:.1f}M parameters, {t['steps']} steps, "
+              f"{t['train_minutes']:.0f} min",
+        hardware=m30k["hardware"], command=m30k["command"])
+
+
+def _table3_short_row(results: Path) -> dict | None:
+    records = load_records(results / "table3-short")
+    if not records:
+        return None
+    verdicts = claim_verdicts(records)
+    counts = Counter(by_bleu for _, by_bleu, _ in verdicts.values())
+    rows_done = {row for row, _ in records}
+    any_record = next(iter(records.values()))
+    return dict(
+        result=f"6.2 Table 3, 400 steps: {len(rows_done)} of {len(TABLE3)} rows",
+        ours=f"{len(verdicts)} claims by dev BLEU: "
+             + ", ".join(f"{v} {n}" for v, n in counts.most_common()),
+        paper="each claim as the paper's text draws it from Table 3",
+        scale=f"widths/4, Multi30k, {any_record['steps']} steps per row "
+              f"(about one epoch)",
+        hardware=any_record["hardware"],
+        command="python -m transformer.variations --short")
+
+
+def _table3_converged_row(results: Path) -> dict | None:
+    if not (results / "table3" / "protocol.json").exists():
+        return None
+    return converged_table3(_read_record(results, "table3", "protocol.json"),
+                            load_records(results / "table3"))
+
+
+def _parsing_row(results: Path) -> dict | None:
+    if not (results / "parsing" / "results.json").exists():
+        return None
+    parse = _read_record(results, "parsing", "results.json")
+    paper_f1 = next(f1 for model, data, f1 in TABLE4
+                    if model.startswith("Transformer") and data.startswith("WSJ only"))
+    return dict(
+        result=f"6.3 parsing (WSJ sample, {parse['test']['sentences']} test "
+               "sentences)",
+        ours=f"{parse['test']['f1']:.1f} F1",
+        paper=f"{paper_f1} F1 on WSJ section 23 (40K training sentences)",
+        scale=f"4 layers, d_model {parse['model']['d_model']}, "
+              f"{parse['training']['train_pairs']} trees, "
+              f"{parse['training']['steps']} steps",
+        hardware=parse["hardware"], command=parse["command"])
+
+
+def _zh_en_row(results: Path) -> dict | None:
+    if not (results / "zh-en" / "results.json").exists():
+        return None
+    zh = _read_record(results, "zh-en", "results.json")
+    return dict(
+        result="Appendix A: English→Chinese, held-out test",
+        ours=f"{zh['zh-en']['test_bleu']:.2f} BLEU (zh), against "
+             f"{zh['zh-en-tutorial']['test_bleu']:.2f} on the tutorial's test of "
+             "training pairs",
+        paper="not in the paper",
+        scale=f"{zh['zh-en']['training']['parameters'] / 1e6:.1f}M parameters, "
+              f"{zh['zh-en']['training']['steps']} steps",
+        hardware=zh["hardware"], command=zh["command"])
+
+
+def _vision_row(results: Path) -> dict | None:
+    if not (results / "vision" / "results.json").exists():
+        return None
+    vis = _read_record(results, "vision", "results.json")
+    accs = [r["accuracy"] for r in vis["test"]]
+    return dict(
+        result="Appendix B: Vision Transformer, 8x8 digits",
+        ours=f"test accuracy {min(accs):.3f}-{max(accs):.3f} over {len(accs)} seeds, "
+             f"logistic regression {vis['baseline_accuracy']:.3f}",
+        paper="not in the paper",
+        scale=f"4 layers, d_model {vis['config']['d_model']}, "
+              f"{vis['training']['epochs']} epochs",
+        hardware=vis["hardware"], command=vis["command"])
+
+
 def ledger(results: str | Path) -> list[dict]:
     """One row per result measured in this book, read from the records under `results`:
     {result, ours, paper, scale, hardware, command, gpu}; records not made yet are left
     out."""
     results, rows = Path(results), []
-    read = lambda *parts: json.loads(results.joinpath(*parts).read_text())
-    if (results / "multi30k-cpu" / "results.json").exists():
-        # the results folder keeps the run's profile beside its record
-        m30k = read("multi30k-cpu", "results.json")
-        profile = run_profile(results / "multi30k-cpu")
-        t, model = m30k["training"], {**PRESETS[profile["preset"]], **profile["model"]}
-        rows.append(dict(
-            result="6.1 translation (Multi30k En→De test_2016_flickr)",
-            ours=f"{m30k['test']['sacrebleu']:.2f} BLEU "
-                 f"({m30k['test']['sacrebleu_lowercase']:.2f} lowercased)",
-            paper=f"{TABLE2['Transformer (base model)']['bleu_en_de']} BLEU on WMT14 "
-                  "newstest2014 (another corpus); on this test set, "
-                  f"{MULTI30K_ANCHOR['bleu_lowercased']} lowercased by a published "
-                  f"small Transformer ({MULTI30K_ANCHOR['source']})",
-            scale=f"N={model['N']}, d_model {model['d_model']}, "
-                  f"{t['parameters'] / 1e6:.1f}M parameters, {t['steps']} steps, "
-                  f"{t['train_minutes']:.0f} min",
-            hardware=m30k["hardware"], command=m30k["command"]))
-    records = load_records(results / "table3-short")
-    if records:
-        verdicts = claim_verdicts(records)
-        counts = Counter(by_bleu for _, by_bleu, _ in verdicts.values())
-        rows_done = {row for row, _ in records}
-        any_record = next(iter(records.values()))
-        rows.append(dict(
-            result=f"6.2 Table 3, 400 steps: {len(rows_done)} of {len(TABLE3)} rows",
-            ours=f"{len(verdicts)} claims by dev BLEU: "
-                 + ", ".join(f"{v} {n}" for v, n in counts.most_common()),
-            paper="each claim as the paper's text draws it from Table 3",
-            scale=f"widths/4, Multi30k, {any_record['steps']} steps per row "
-                  f"(about one epoch)",
-            hardware=any_record["hardware"],
-            command="python -m transformer.variations --short"))
-    if (results / "table3" / "protocol.json").exists():
-        rows.append(converged_table3(read("table3", "protocol.json"),
-                                     load_records(results / "table3")))
-    if (results / "parsing" / "results.json").exists():
-        parse = read("parsing", "results.json")
-        paper_f1 = next(f1 for model, data, f1 in TABLE4
-                        if model.startswith("Transformer")
-                        and data.startswith("WSJ only"))
-        rows.append(dict(
-            result=f"6.3 parsing (WSJ sample, {parse['test']['sentences']} test "
-                   "sentences)",
-            ours=f"{parse['test']['f1']:.1f} F1",
-            paper=f"{paper_f1} F1 on WSJ section 23 (40K training sentences)",
-            scale=f"4 layers, d_model {parse['model']['d_model']}, "
-                  f"{parse['training']['train_pairs']} trees, "
-                  f"{parse['training']['steps']} steps",
-            hardware=parse["hardware"], command=parse["command"]))
-    if (results / "zh-en" / "results.json").exists():
-        zh = read("zh-en", "results.json")
-        rows.append(dict(
-            result="Appendix A: English→Chinese, held-out test",
-            ours=f"{zh['zh-en']['test_bleu']:.2f} BLEU (zh), against "
-                 f"{zh['zh-en-tutorial']['test_bleu']:.2f} on the tutorial's test of "
-                 "training pairs",
-            paper="not in the paper",
-            scale=f"{zh['zh-en']['training']['parameters'] / 1e6:.1f}M parameters, "
-                  f"{zh['zh-en']['training']['steps']} steps",
-            hardware=zh["hardware"], command=zh["command"]))
-    if (results / "vision" / "results.json").exists():
-        vis = read("vision", "results.json")
-        accs = [r["accuracy"] for r in vis["test"]]
-        rows.append(dict(
-            result="Appendix B: Vision Transformer, 8x8 digits",
-            ours=f"test accuracy {min(accs):.3f}-{max(accs):.3f} over {len(accs)} "
-                 "seeds, "
-                 f"logistic regression {vis['baseline_accuracy']:.3f}",
-            paper="not in the paper",
-            scale=f"4 layers, d_model {vis['config']['d_model']}, "
-                  f"{vis['training']['epochs']} epochs",
-            hardware=vis["hardware"], command=vis["command"]))
+    for make_row in (_multi30k_row, _table3_short_row, _table3_converged_row,
+                     _parsing_row, _zh_en_row, _vision_row):
+        row = make_row(results)
+        if row is not None:
+            rows.append(row)
     for row in rows:
         row["gpu"] = row["hardware"].get("gpu")
         row["hardware"] = hardware_line(row["hardware"])

@@ -315,6 +315,69 @@ def _check_aligned(counts: dict, labels: dict) -> None:
         )
 
 
+def _fetch_archives(keys: list[str], urls: dict[str, str], downloads: Path,
+                    progress: bool) -> dict[str, Path]:
+    """Download the archive of each source key into `downloads` (or find it there) and
+    verify it; return the archives' paths."""
+    archives = {}
+    for key in keys:
+        url = urls.get(key, WMT14_SOURCES[key]["url"])
+        archives[key] = download(url, downloads / _archive_name(key),
+                                 desc=_archive_name(key), progress=progress)
+        # an overridden URL (a mirror, a test) may serve other bytes: record its
+        # checksum instead
+        expected = None if key in urls else PUBLISHED_CHECKSUMS.get(key)
+        verify_download(archives[key], expected, record=downloads / CHECKSUMS_FILE)
+    return archives
+
+
+def _extract_checked(key: str, archive: Path, tmp: Path, progress: bool,
+                     count=_count_lines):
+    """Extract a source's en/de members and stop unless `count` finds as many lines in
+    both; return their paths and labels."""
+    paths, labels = _extract_pair(key, archive, tmp, progress)
+    counts = {lang: count(paths[lang], labels[lang]) for lang in ("en", "de")}
+    _check_aligned(counts, labels)
+    return paths, labels
+
+
+def _count_segments(path: Path, label: str) -> int:
+    return sum(1 for _ in _sgm_segments(path, label))
+
+
+def _write_train(archives: dict, tmp: Path, outputs: dict, progress: bool) -> None:
+    # Check every source's alignment (and UTF-8) before writing anything:
+    # a misaligned source would silently shift all later pairs.
+    sources = [_extract_checked(key, archives[key], tmp, progress)
+               for key in TRAIN_KEYS]
+    for lang in ("en", "de"):
+        def train_lines(lang=lang):
+            for paths, labels in sources:
+                yield from iter_utf8_lines(paths[lang], labels[lang])
+        # Both sides are staged as .part files by _write_lines; a crash
+        # between the two renames leaves train.de missing, so the split
+        # is rebuilt next time.
+        _write_lines(tqdm(train_lines(), desc=f"train.{lang}", unit=" lines",
+                          disable=not progress, leave=False),
+                     outputs[f"train.{lang}"])
+
+
+def _write_newstest2013(archives: dict, tmp: Path, outputs: dict, progress: bool
+                        ) -> None:
+    paths, labels = _extract_checked("dev", archives["dev"], tmp, progress)
+    for lang in ("en", "de"):
+        _write_lines(iter_utf8_lines(paths[lang], labels[lang]),
+                     outputs[f"newstest2013.{lang}"])
+
+
+def _write_newstest2014(archives: dict, tmp: Path, outputs: dict, progress: bool
+                        ) -> None:
+    paths, labels = _extract_checked("test", archives["test"], tmp, progress,
+                                     count=_count_segments)
+    for lang in ("en", "de"):
+        sgm_to_text(paths[lang], outputs[f"newstest2014.{lang}"], label=labels[lang])
+
+
 def prepare_wmt14(root: str | Path | None, urls: dict[str, str] | None = None,
                   progress: bool = True) -> dict[str, Path]:
     """Download WMT14 en-de under ``root`` and write plain-text splits.
@@ -328,13 +391,14 @@ def prepare_wmt14(root: str | Path | None, urls: dict[str, str] | None = None,
                          f"known: {sorted(WMT14_SOURCES)}")
 
     out_dir = Path(root) / "wmt14-en-de"
-    downloads = out_dir / "downloads"
     outputs = {
         f"{split}.{lang}": out_dir / f"{split}.{lang}"
         for split in ("train", "newstest2013", "newstest2014")
         for lang in ("en", "de")
     }
     groups = {"train": TRAIN_KEYS, "newstest2013": ("dev",), "newstest2014": ("test",)}
+    writers = {"train": _write_train, "newstest2013": _write_newstest2013,
+               "newstest2014": _write_newstest2014}
     # Work is decided per split, so an existing split is never rebuilt and its
     # archives are never fetched.
     todo = [s for s in groups
@@ -342,60 +406,12 @@ def prepare_wmt14(root: str | Path | None, urls: dict[str, str] | None = None,
     if not todo:
         return outputs
 
-    archives = {}
-    for split in todo:
-        for key in groups[split]:
-            url = urls.get(key, WMT14_SOURCES[key]["url"])
-            archives[key] = download(url, downloads / _archive_name(key),
-                                     desc=_archive_name(key), progress=progress)
-            # an overridden URL (a mirror, a test) may serve other bytes: record its
-            # checksum instead
-            expected = None if key in urls else PUBLISHED_CHECKSUMS.get(key)
-            verify_download(archives[key], expected, record=downloads / CHECKSUMS_FILE)
-
+    archives = _fetch_archives([key for split in todo for key in groups[split]], urls,
+                               out_dir / "downloads", progress)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="extract-", dir=out_dir) as tmp_name:
-        tmp = Path(tmp_name)
-
-        if "train" in todo:
-            # Check every source's alignment (and UTF-8) before writing anything:
-            # a misaligned source would silently shift all later pairs.
-            sources = []
-            for key in TRAIN_KEYS:
-                paths, labels = _extract_pair(key, archives[key], tmp, progress)
-                counts = {lang: _count_lines(paths[lang], labels[lang])
-                          for lang in ("en", "de")}
-                _check_aligned(counts, labels)
-                sources.append((paths, labels))
-            for lang in ("en", "de"):
-                def train_lines(lang=lang):
-                    for paths, labels in sources:
-                        yield from iter_utf8_lines(paths[lang], labels[lang])
-                # Both sides are staged as .part files by _write_lines; a crash
-                # between the two renames leaves train.de missing, so the split
-                # is rebuilt next time.
-                _write_lines(tqdm(train_lines(), desc=f"train.{lang}", unit=" lines",
-                                  disable=not progress, leave=False),
-                             outputs[f"train.{lang}"])
-
-        if "newstest2013" in todo:
-            paths, labels = _extract_pair("dev", archives["dev"], tmp, progress)
-            counts = {lang: _count_lines(paths[lang], labels[lang])
-                      for lang in ("en", "de")}
-            _check_aligned(counts, labels)
-            for lang in ("en", "de"):
-                _write_lines(iter_utf8_lines(paths[lang], labels[lang]),
-                             outputs[f"newstest2013.{lang}"])
-
-        if "newstest2014" in todo:
-            paths, labels = _extract_pair("test", archives["test"], tmp, progress)
-            counts = {lang: sum(1 for _ in _sgm_segments(paths[lang], labels[lang]))
-                      for lang in ("en", "de")}
-            _check_aligned(counts, labels)
-            for lang in ("en", "de"):
-                sgm_to_text(paths[lang], outputs[f"newstest2014.{lang}"],
-                            label=labels[lang])
-
+        for split in todo:
+            writers[split](archives, Path(tmp_name), outputs, progress)
     return outputs
 
 

@@ -7,7 +7,7 @@ __all__ = [
     "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "atomic_file", "clean_pairs",
     "PAD", "UNK", "BOS", "EOS", "Vocab", "train_bpe", "atomic_write_bytes", "TokenArray",
     "ParallelData", "encode_pairs", "token_batches", "collate", "BatchStream", "split_batch",
-    "accumulation_steps",
+    "accumulation_steps", "padded_length", "batch_shape",
 ]
 
 import contextlib
@@ -262,13 +262,13 @@ def encode_pairs(vocab: Vocab, pairs: list[tuple[str, str]], max_len: int | None
 
 
 def token_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int,
-                  seed: int = 0, epoch: int = 0) -> list[np.ndarray]:
+                  seed: int = 0, epoch: int = 0, pad_to: int = 0) -> list[np.ndarray]:
     """Batches (arrays of example indices) with at most max_tokens padded tokens on
-    either side."""
+    either side; with pad_to, each batch fits its shape class (`batch_shape`, below)."""
     n = len(src_lengths)
     rng = np.random.default_rng([seed, epoch])
     size = np.maximum(np.asarray(src_lengths), np.asarray(tgt_lengths))
-    if size.max(initial=0) > max_tokens:
+    if padded_length(int(size.max(initial=0)), pad_to) > max_tokens:
         raise ValueError(f"a sentence of {size.max()} tokens does not fit in "
                          f"max_tokens={max_tokens}; "
                          f"raise max_tokens or filter long sentences (max_len)")
@@ -277,7 +277,8 @@ def token_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: 
     batches, start, longest = [], 0, 0
     for i, idx in enumerate(order):
         longest_if_added = max(longest, size[idx])
-        if (i - start + 1) * longest_if_added > max_tokens:
+        if (i - start + 1 > batch_shape(int(longest_if_added), max_tokens, pad_to)[0]
+                if pad_to else (i - start + 1) * longest_if_added > max_tokens):
             batches.append(order[start:i])
             start, longest_if_added = i, size[idx]
         longest = longest_if_added
@@ -287,20 +288,27 @@ def token_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: 
 
 
 def collate(data: ParallelData, indices: np.ndarray | list[int], pad_id: int = PAD,
-            vocab_size: int | None = None
+            vocab_size: int | None = None, shape: tuple[int, int] | None = None
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Example indices -> (src [B, S] with EOS, tgt_in [B, T] starting with BOS,
     tgt_out [B, T] ending with EOS).
 
     With vocab_size, every id is checked here, on the host, where it is cheap; the model
     can then skip its own check, which on a GPU would make the host wait for the device
-    (chapter 3.4).
+    (chapter 3.4). With shape = (rows, length), a shape class of `batch_shape` below,
+    both sides are padded to it; the extra rows are padding only, which the loss
+    ignores.
     """
     B = len(indices)
     src_seqs = [data.src[i] for i in indices]
     tgt_seqs = [data.tgt[i] for i in indices]
     S = max(len(s) for s in src_seqs) + 1
     T = max(len(t) for t in tgt_seqs) + 1
+    if shape is not None:
+        if B > shape[0] or max(S, T) > shape[1]:
+            raise ValueError(f"{B} sentences of up to {max(S, T)} tokens do not fit "
+                             f"the shape {tuple(shape)}")
+        B, S, T = shape[0], shape[1], shape[1]
     src = torch.full((B, S), pad_id, dtype=torch.long)
     tgt_in = torch.full((B, T), pad_id, dtype=torch.long)
     tgt_out = torch.full((B, T), pad_id, dtype=torch.long)
@@ -326,10 +334,12 @@ def collate(data: ParallelData, indices: np.ndarray | list[int], pad_id: int = P
 
 class BatchStream:
     """Token-count batches of a ParallelData, epoch after epoch, in an order fixed by
-    (seed, epoch)."""
+    (seed, epoch); with pad_to, batches of shape classes."""
 
-    def __init__(self, data: ParallelData, max_tokens: int, seed: int = 0):
+    def __init__(self, data: ParallelData, max_tokens: int, seed: int = 0,
+                 pad_to: int = 0):
         self.data, self.max_tokens, self.seed = data, max_tokens, seed
+        self.pad_to = pad_to
         self.src_len = data.src.lengths() + 1      # + EOS
         self.tgt_len = data.tgt.lengths() + 1      # + BOS (input) / EOS (output)
         self.epoch, self.position = 0, 0
@@ -338,7 +348,8 @@ class BatchStream:
     def batches(self, epoch: int) -> list[np.ndarray]:
         if self._batches is None or self._batches[0] != epoch:
             self._batches = (epoch, token_batches(self.src_len, self.tgt_len,
-                                                  self.max_tokens, self.seed, epoch))
+                                                  self.max_tokens, self.seed, epoch,
+                                                  self.pad_to))
         return self._batches[1]
 
     def next_batch(self) -> np.ndarray:
@@ -361,15 +372,17 @@ class BatchStream:
 
     def state_dict(self) -> dict:
         return {"epoch": self.epoch, "position": self.position, "seed": self.seed,
-                "max_tokens": self.max_tokens}
+                "max_tokens": self.max_tokens, "pad_to": self.pad_to}
 
     def load_state_dict(self, state: dict) -> None:
-        if (state["seed"], state["max_tokens"]) != (self.seed, self.max_tokens):
+        # checkpoints written before shape classes existed have no pad_to
+        theirs = (state["seed"], state["max_tokens"], state.get("pad_to", 0))
+        if theirs != (self.seed, self.max_tokens, self.pad_to):
             raise ValueError(
-                f"the checkpoint's data order was made with seed={state['seed']} and "
-                f"{state['max_tokens']} tokens per batch; this run has "
-                f"seed={self.seed} and {self.max_tokens}: resuming would change "
-                f"which sentences later steps see")
+                f"the checkpoint's data order was made with seed={theirs[0]}, "
+                f"{theirs[1]} tokens per batch and pad_to={theirs[2]}; this run has "
+                f"seed={self.seed}, {self.max_tokens} and pad_to={self.pad_to}: "
+                f"resuming would change which sentences later steps see")
         self.epoch, self.position = state["epoch"], state["position"]
 
 
@@ -404,3 +417,21 @@ def accumulation_steps(tokens_per_step: int, max_tokens: int, world_size: int = 
     """Micro-batches each device accumulates per optimizer step to reach
     ~tokens_per_step tokens."""
     return max(1, math.ceil(tokens_per_step / (max_tokens * world_size)))
+
+
+def padded_length(length: int, multiple: int) -> int:
+    """length rounded up to a multiple of `multiple` (unchanged for 0 or 1)."""
+    return -(-length // multiple) * multiple if multiple > 1 else length
+
+
+def batch_shape(longest: int, max_tokens: int, pad_to: int) -> tuple[int, int]:
+    """The shape class (rows, length) of a micro-batch whose longest sentence has
+    `longest` tokens (with EOS or BOS): the length rounded up to a multiple of pad_to,
+    and as many rows as max_tokens holds at that length, a multiple of 8 from 8 on
+    (sizes a GPU's matrix units divide evenly)."""
+    length = padded_length(longest, pad_to)
+    rows = max_tokens // length
+    if rows < 1:
+        raise ValueError(f"a sentence padded to {length} tokens does not fit in "
+                         f"max_tokens={max_tokens}")
+    return (rows // 8 * 8 if rows >= 8 else rows), length

@@ -267,6 +267,78 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
     return out[:, :t]
 
 
+class _Finished:
+    """Per sentence of a batched beam search: the best finished hypothesis so far (its
+    score / length_penalty, ids and length) and how many hypotheses have finished."""
+
+    def __init__(self, B: int, steps: int, pad: int, device: torch.device) -> None:
+        self.score = torch.full((B,), float("-inf"), dtype=torch.float64, device=device)
+        self.ids = torch.full((B, steps), pad, dtype=torch.long, device=device)
+        self.length = torch.ones(B, dtype=torch.long, device=device)
+        self.count = torch.zeros(B, dtype=torch.long, device=device)
+
+    def add(self, alive: torch.Tensor, tokens: torch.Tensor, top_scores: torch.Tensor,
+            top_beam: torch.Tensor, is_eos: torch.Tensor, t: int, alpha: float,
+            eos_id: int) -> None:
+        """Take in the hypotheses that end at step t among each live sentence's k best
+        extensions: top_scores, top_beam, is_eos [b, k]; tokens [b*k, t] the prefixes
+        they extend; alive [b] the sentences."""
+        b, k = top_scores.shape
+        ends = is_eos & torch.isfinite(top_scores)
+        normed = torch.where(ends, top_scores.double() / length_penalty(t, alpha),
+                             float("-inf"))
+        # the first of equals, as max() did
+        j = normed.argmax(dim=1, keepdim=True)
+        step_best = normed.gather(1, j).squeeze(1)
+        # strictly: the earlier one wins ties
+        better = step_best > self.score[alive]
+        base = torch.arange(b, device=tokens.device)[:, None] * k
+        ending_rows = (base + top_beam.gather(1, j)).squeeze(1)
+        hyp = torch.cat([tokens[ending_rows, 1:],
+                         torch.full((b, 1), eos_id, device=tokens.device)], dim=1)
+        self.score[alive] = torch.where(better, step_best, self.score[alive])
+        self.ids[alive, :t] = torch.where(better[:, None], hyp, self.ids[alive, :t])
+        self.length[alive] = torch.where(better, t, self.length[alive])
+        self.count[alive] += ends.sum(dim=1)
+
+    def best_ids(self, eos_id: int) -> torch.Tensor:
+        """The best hypothesis per sentence [B, L], </s> then padding."""
+        # nothing finished: an empty output
+        self.ids[:, 0] = torch.where(torch.isinf(self.score), eos_id, self.ids[:, 0])
+        return self.ids[:, :int(self.length.max())]
+
+
+def _next_beam(tokens: torch.Tensor, top_scores: torch.Tensor, top_beam: torch.Tensor,
+               top_tok: torch.Tensor, is_eos: torch.Tensor, k: int
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Of each sentence's best extensions top_scores, top_beam, top_tok, is_eos [b, 2k],
+    the k best that do not end: their scores [b, k], the rows [b*k] of tokens [b*k, t]
+    that they extend, and the extended tokens [b*k, t+1]."""
+    alive_scores = top_scores.masked_fill(is_eos, float("-inf"))
+    scores, pick = alive_scores.topk(k, dim=1)
+    base = torch.arange(top_scores.size(0), device=tokens.device)[:, None] * k
+    rows = (base + top_beam.gather(1, pick)).view(-1)
+    tokens = torch.cat([tokens[rows], top_tok.gather(1, pick).view(-1, 1)], dim=1)
+    return scores, rows, tokens
+
+
+def _next_batch(keep: torch.Tensor, k: int, rows: torch.Tensor, cache: dict | None,
+                per_row: tuple[torch.Tensor, ...],
+                per_sentence: tuple[torch.Tensor, ...]
+                ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+    """The batch of the next step, after the beam moved to `rows` [b*k]: the cache (if
+    any) follows it, and only the sentences `keep` [b'] stay, with their k rows of each
+    tensor in per_row [b*k, ...] and their entry of each in per_sentence [b, ...]."""
+    if keep.numel() * k == rows.numel():      # every sentence goes on
+        if cache is not None:
+            reorder_cache(cache, rows)
+        return per_row, per_sentence
+    keep_rows = (keep[:, None] * k + torch.arange(k, device=keep.device)).view(-1)
+    if cache is not None:
+        reorder_cache(cache, rows[keep_rows], keep_rows)
+    return tuple(x[keep_rows] for x in per_row), tuple(x[keep] for x in per_sentence)
+
+
 @torch.inference_mode()
 def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: int,
                 beam_size: int = BEAM, alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
@@ -289,12 +361,7 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
     scores = torch.zeros(B, k, device=dev)
     # all k rows start identical: keep only one alive at first
     scores[:, 1:] = float("-inf")
-    # per sentence: the best finished hypothesis so far, its normalised score and
-    # length, and how many hypotheses have finished
-    best = torch.full((B,), float("-inf"), dtype=torch.float64, device=dev)
-    best_hyp = torch.full((B, steps), pad, dtype=torch.long, device=dev)
-    best_len = torch.ones(B, dtype=torch.long, device=dev)
-    n_finished = torch.zeros(B, dtype=torch.long, device=dev)
+    finished = _Finished(B, steps, pad, dev)
     alive = torch.arange(B, device=dev)    # the sentence each group of k rows decodes
     cache = {} if use_cache else None
     with decoding(model):
@@ -303,64 +370,35 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
         model.validate_ids = False
         for t in range(1, steps + 1):
             b = alive.size(0)
-            base = torch.arange(b, device=dev)[:, None] * k
             logp = (next_token_logits(model, tokens, memory, src_k, cache)
-                    .float().log_softmax(-1))
+                    .float().log_softmax(-1))                             # [b*k, V]
             V = logp.size(-1)
             if allowed is not None:
                 rows_sentence = alive.repeat_interleave(k)
                 logp = logp.masked_fill(~allowed(tokens, rows_sentence), float("-inf"))
             logp = logp.view(b, k, V)
             # these sentences must end now
-            at_limit = t >= limit
+            at_limit = t >= limit                                          # [b]
             if t in limit_steps:
                 logp = end_at_limit(logp, at_limit, eos_id)
             cand = (scores[:, :, None] + logp).view(b, k * V)
-            top_scores, top_ids = cand.topk(2 * k, dim=1)               # [b, 2k]
+            top_scores, top_ids = cand.topk(2 * k, dim=1)                  # [b, 2k]
             top_beam, top_tok = top_ids // V, top_ids % V
             is_eos = top_tok == eos_id
-            # hypotheses that end here, if they rank among the k best extensions:
-            # keep the best of them
-            ends = is_eos[:, :k] & torch.isfinite(top_scores[:, :k])
-            normed = torch.where(ends,
-                                 top_scores[:, :k].double() / length_penalty(t, alpha),
-                                 float("-inf"))
-            # the first of equals, as max() did
-            j = normed.argmax(dim=1, keepdim=True)
-            step_best = normed.gather(1, j).squeeze(1)
-            # strictly: the earlier one wins ties
-            better = step_best > best[alive]
-            ending_rows = (base + top_beam.gather(1, j)).squeeze(1)
-            hyp = torch.cat([tokens[ending_rows, 1:],
-                             torch.full((b, 1), eos_id, device=dev)], dim=1)
-            best[alive] = torch.where(better, step_best, best[alive])
-            best_hyp[alive, :t] = torch.where(better[:, None], hyp, best_hyp[alive, :t])
-            best_len[alive] = torch.where(better, t, best_len[alive])
-            n_finished[alive] += ends.sum(dim=1)
-            # the k best extensions that go on form the next beam
-            alive_scores = top_scores.masked_fill(is_eos, float("-inf"))
-            scores, pick = alive_scores.topk(k, dim=1)
-            rows = (base + top_beam.gather(1, pick)).view(-1)
-            tokens = torch.cat([tokens[rows], top_tok.gather(1, pick).view(-1, 1)],
-                               dim=1)
-            going_on = (n_finished[alive] < k) & ~at_limit
+            # an ending counts only if it ranks among the k best extensions
+            finished.add(alive, tokens, top_scores[:, :k], top_beam[:, :k],
+                         is_eos[:, :k], t, alpha, eos_id)
+            # scores [b, k], rows [b*k], tokens [b*k, t+1]
+            scores, rows, tokens = _next_beam(tokens, top_scores, top_beam, top_tok,
+                                              is_eos, k)
+            going_on = (finished.count[alive] < k) & ~at_limit             # [b]
             # the step's one wait for the device
             keep = going_on.nonzero().flatten()
-            # finished sentences leave the batch
-            if keep.numel() < b:
-                if keep.numel() == 0:
-                    break
-                keep_rows = (keep[:, None] * k + torch.arange(k, device=dev)).view(-1)
-                rows, tokens, memory, src_k = (rows[keep_rows], tokens[keep_rows],
-                                               memory[keep_rows], src_k[keep_rows])
-                alive, limit, scores = alive[keep], limit[keep], scores[keep]
-                if use_cache:
-                    reorder_cache(cache, rows, keep_rows)
-            elif use_cache:
-                reorder_cache(cache, rows)
-    # nothing finished: an empty output
-    best_hyp[:, 0] = torch.where(torch.isinf(best), eos_id, best_hyp[:, 0])
-    return best_hyp[:, :int(best_len.max())]
+            if keep.numel() == 0:
+                break
+            (tokens, memory, src_k), (alive, limit, scores) = _next_batch(
+                keep, k, rows, cache, (tokens, memory, src_k), (alive, limit, scores))
+    return finished.best_ids(eos_id)
 
 
 def length_batches(lengths: list[int], beam_size: int, max_extra: int, batch_tokens: int

@@ -134,6 +134,108 @@ def draw_stack(ax: Axes, side: str, layer: nn.Module, x: float, y0: float, drawn
     return y, entries
 
 
+def _draw_input(ax: Axes, side: str, x: float, name: str, y_emb: float, y_plus: float,
+                model: nn.Module, drawn: list) -> None:
+    """The bottom of one side: its tokens, their embedding, and the circle at y_plus
+    where the positional encoding is added."""
+    out = -1 if side == "encoder" else 1
+    emb_ch, pos_ch = chapter_of(model.src_embed), chapter_of(model.src_pos)
+    ax.text(x, 0.3, name, ha="center", va="center", fontsize=11)
+    arrow(ax, (x, 0.45), (x, y_emb))
+    top = block(ax, x, y_emb, 0.5,
+                ("Input" if side == "encoder" else "Output") + "\nEmbedding",
+                emb_ch, drawn, "embedding")
+    arrow(ax, (x, top), (x, y_plus - 0.15))
+    ax.add_patch(Circle((x, y_plus), 0.15, fc="white", ec="#222222", lw=1.3, zorder=3))
+    ax.text(x, y_plus, "+", ha="center", va="center", fontsize=14, zorder=4)
+    # the positional encoding enters the sum from the outside of the figure
+    px = x + out * 1.6
+    ax.add_patch(FancyBboxPatch((px - 0.55, y_plus - 0.27), 1.1, 0.54,
+                                boxstyle="round,pad=0,rounding_size=0.08",
+                                fc=COLOURS[pos_ch], ec="#333333", lw=1.1, zorder=3,
+                                url=LINKS.get(pos_ch)))
+    ax.text(px, y_plus + 0.04, "Positional\nEncoding", ha="center", va="center",
+            fontsize=9, zorder=4, linespacing=1.05, url=LINKS.get(pos_ch))
+    ax.text(px + 0.5, y_plus - 0.2, pos_ch, ha="right", va="center", fontsize=8,
+            color="#555555", fontweight="bold", zorder=4)
+    arrow(ax, (px - out * 0.55, y_plus), (x + out * 0.15, y_plus))
+
+
+def _draw_frame(ax: Axes, side: str, x: float, y_layer: float, top: float, n: int
+                ) -> None:
+    """The grey frame around the layer drawn from y_layer to top, and the bracket on
+    its outer side that says the stack repeats it n times."""
+    out = -1 if side == "encoder" else 1
+    left, right = x - W / 2 - 0.12, x + W / 2 + 0.12
+    # wider on the outer side, where the layer's residual arrows run
+    if side == "encoder":
+        left -= 0.4
+    else:
+        right += 0.4
+    ax.add_patch(FancyBboxPatch((left, y_layer - 0.05), right - left,
+                                top - y_layer + 0.2,
+                                boxstyle="round,pad=0,rounding_size=0.15",
+                                fc="#f2f2f2", ec="#999999", lw=1.2, zorder=1))
+    bx = left - 0.15 if side == "encoder" else right + 0.15
+    ax.plot([bx - out * 0.1, bx, bx, bx - out * 0.1],
+            [y_layer - 0.05, y_layer - 0.05, top + 0.15, top + 0.15],
+            color="#444444", lw=1.5)
+    ax.text(bx + out * 0.18, (y_layer + top) / 2, f"N ×   (N = {n})",
+            rotation=90, ha="center", va="center", fontsize=12, fontweight="bold")
+
+
+def _draw_memory(ax: Axes, x_enc: float, x_dec: float, enc_top: float,
+                 cross_entries: list) -> None:
+    """The encoder output z, from the top of the encoder to the entries of the
+    encoder-decoder attention's keys and values."""
+    # one line only: the same z is read by the encoder-decoder attention of every
+    # decoder layer
+    x_mid, y_turn = (x_enc + W / 2 + x_dec - W / 2) / 2 + 0.02, enc_top + 0.55
+    (xv, ym), (xk, _) = cross_entries
+    ax.plot([x_enc, x_enc, x_mid, x_mid, xk], [enc_top, y_turn, y_turn, ym, ym],
+            color=MEMORY, lw=1.6, zorder=2)
+    ax.text((x_enc + x_mid) / 2 - 0.1, y_turn + 0.1,
+            "encoder output $\\mathbf{z}$\n(to every decoder layer)",
+            ha="center", va="bottom", fontsize=9.5, color=MEMORY)
+
+
+def _draw_output(ax: Axes, x_dec: float, dec_top: float, model: nn.Module,
+                 drawn: list) -> None:
+    """On top of the decoder: the linear map to vocabulary scores and the softmax."""
+    y = dec_top + 0.15
+    for label in ("Linear", "Softmax"):
+        arrow(ax, (x_dec, y), (x_dec, y + 0.35))
+        y = block(ax, x_dec, y + 0.35, 0.45, label, chapter_of(model.generator), drawn,
+                  label.lower())
+    arrow(ax, (x_dec, y), (x_dec, y + 0.35))
+    ax.text(x_dec, y + 0.42, "Output Probabilities", ha="center", va="bottom",
+            fontsize=11)
+
+
+def _draw_legend(ax: Axes, cfg: "TransformerConfig", height: float) -> None:
+    """The title and the model's sizes in the top left corner, then what each colour
+    and each kind of arrow stands for."""
+    ax.text(0.25, height - 0.35, "The Transformer", fontsize=15, fontweight="bold",
+            va="top")
+    ax.text(0.25, height - 0.8,
+            f"base model: $d_\\mathrm{{model}}$ = {cfg.d_model}, h = {cfg.h}, "
+            f"$d_\\mathrm{{ff}}$ = {cfg.d_ff}, N = {cfg.N}", fontsize=10.5, va="top")
+    ly = height - 1.35
+    ax.text(0.3, ly, "colour and number: the chapter that builds the block",
+            fontsize=10, style="italic", va="center")
+    for ch in sorted(COLOURS):
+        ly -= 0.4
+        ax.add_patch(FancyBboxPatch((0.3, ly - 0.13), 0.5, 0.26,
+                                    boxstyle="round,pad=0,rounding_size=0.05",
+                                    fc=COLOURS[ch], ec="#333333", lw=1))
+        ax.text(0.95, ly, f"{ch}  {WHAT[ch]}", va="center", fontsize=10)
+    for colour, text in ((RESIDUAL, "residual connection (bypasses the sublayer)"),
+                         (MEMORY, "encoder output (keys and values)")):
+        ly -= 0.4
+        arrow(ax, (0.3, ly), (0.8, ly), color=colour)
+        ax.text(0.95, ly, text, va="center", fontsize=10)
+
+
 def draw_transformer(cfg: "TransformerConfig | None", model: nn.Module | None,
                      figsize: tuple[float, float] = (9, 11.4), links: bool | None = None
                     ) -> tuple[Figure, list]:
@@ -150,94 +252,15 @@ def draw_transformer(cfg: "TransformerConfig | None", model: nn.Module | None,
     drawn = []
     x_enc, x_dec, y_emb, y_plus = 2.5, 6.4, 0.8, 1.78
     y_layer = y_plus + 0.55
-    emb_ch, pos_ch = chapter_of(model.src_embed), chapter_of(model.src_pos)
-
+    tops, entries = {}, {}
     for side, x, layer, name in (
             ("encoder", x_enc, model.encoder.layers[0], "Inputs"),
             ("decoder", x_dec, model.decoder.layers[0], "Outputs (shifted right)")):
-        out = -1 if side == "encoder" else 1
-        ax.text(x, 0.3, name, ha="center", va="center", fontsize=11)
-        arrow(ax, (x, 0.45), (x, y_emb))
-        top = block(ax, x, y_emb, 0.5,
-                    ("Input" if side == "encoder" else "Output") + "\nEmbedding",
-                    emb_ch, drawn, "embedding")
-        arrow(ax, (x, top), (x, y_plus - 0.15))
-        ax.add_patch(Circle((x, y_plus), 0.15, fc="white", ec="#222222", lw=1.3,
-                            zorder=3))
-        ax.text(x, y_plus, "+", ha="center", va="center", fontsize=14, zorder=4)
-        # the positional encoding enters the sum from the outside of the figure
-        px = x + out * 1.6
-        ax.add_patch(FancyBboxPatch((px - 0.55, y_plus - 0.27), 1.1, 0.54,
-                                    boxstyle="round,pad=0,rounding_size=0.08",
-                                    fc=COLOURS[pos_ch], ec="#333333", lw=1.1, zorder=3,
-                                    url=LINKS.get(pos_ch)))
-        ax.text(px, y_plus + 0.04, "Positional\nEncoding", ha="center", va="center",
-                fontsize=9, zorder=4, linespacing=1.05, url=LINKS.get(pos_ch))
-        ax.text(px + 0.5, y_plus - 0.2, pos_ch, ha="right", va="center", fontsize=8,
-                color="#555555", fontweight="bold", zorder=4)
-        arrow(ax, (px - out * 0.55, y_plus), (x + out * 0.15, y_plus))
+        _draw_input(ax, side, x, name, y_emb, y_plus, model, drawn)
         arrow(ax, (x, y_plus + 0.15), (x, y_layer), head=False)
-
-        top, entries = draw_stack(ax, side, layer, x, y_layer, drawn)
-        # the frame around one layer, and the bracket that says it is repeated N times
-        left, right = x - W / 2 - 0.12, x + W / 2 + 0.12
-        if side == "encoder":
-            left -= 0.4
-        else:
-            right += 0.4
-        ax.add_patch(FancyBboxPatch((left, y_layer - 0.05), right - left,
-                                    top - y_layer + 0.2,
-                                    boxstyle="round,pad=0,rounding_size=0.15",
-                                    fc="#f2f2f2", ec="#999999", lw=1.2, zorder=1))
-        bx = left - 0.15 if side == "encoder" else right + 0.15
-        ax.plot([bx - out * 0.1, bx, bx, bx - out * 0.1],
-                [y_layer - 0.05, y_layer - 0.05, top + 0.15, top + 0.15],
-                color="#444444", lw=1.5)
-        ax.text(bx + out * 0.18, (y_layer + top) / 2, f"N ×   (N = {cfg.N})",
-                rotation=90, ha="center", va="center", fontsize=12, fontweight="bold")
-        if side == "encoder":
-            enc_top = top
-        else:
-            dec_top, cross_entries = top, entries["cross_attn"]
-
-    # the encoder output z: one arrow, read by the encoder-decoder attention of every
-    # decoder layer
-    x_mid, y_turn = (x_enc + W / 2 + x_dec - W / 2) / 2 + 0.02, enc_top + 0.55
-    (xv, ym), (xk, _) = cross_entries
-    ax.plot([x_enc, x_enc, x_mid, x_mid, xk], [enc_top, y_turn, y_turn, ym, ym],
-            color=MEMORY, lw=1.6, zorder=2)
-    ax.text((x_enc + x_mid) / 2 - 0.1, y_turn + 0.1,
-            "encoder output $\\mathbf{z}$\n(to every decoder layer)",
-            ha="center", va="bottom", fontsize=9.5, color=MEMORY)
-
-    # on top of the decoder: the linear map to vocabulary scores and the softmax
-    y = dec_top + 0.15
-    for label in ("Linear", "Softmax"):
-        arrow(ax, (x_dec, y), (x_dec, y + 0.35))
-        y = block(ax, x_dec, y + 0.35, 0.45, label, chapter_of(model.generator), drawn,
-                  label.lower())
-    arrow(ax, (x_dec, y), (x_dec, y + 0.35))
-    ax.text(x_dec, y + 0.42, "Output Probabilities", ha="center", va="bottom",
-            fontsize=11)
-
-    # legend: colour = the chapter that builds the block
-    ax.text(0.25, figsize[1] - 0.35, "The Transformer", fontsize=15, fontweight="bold",
-            va="top")
-    ax.text(0.25, figsize[1] - 0.8,
-            f"base model: $d_\\mathrm{{model}}$ = {cfg.d_model}, h = {cfg.h}, "
-            f"$d_\\mathrm{{ff}}$ = {cfg.d_ff}, N = {cfg.N}", fontsize=10.5, va="top")
-    ly = figsize[1] - 1.35
-    ax.text(0.3, ly, "colour and number: the chapter that builds the block",
-            fontsize=10, style="italic", va="center")
-    for ch in sorted(COLOURS):
-        ly -= 0.4
-        ax.add_patch(FancyBboxPatch((0.3, ly - 0.13), 0.5, 0.26,
-                                    boxstyle="round,pad=0,rounding_size=0.05",
-                                    fc=COLOURS[ch], ec="#333333", lw=1))
-        ax.text(0.95, ly, f"{ch}  {WHAT[ch]}", va="center", fontsize=10)
-    for colour, text in ((RESIDUAL, "residual connection (bypasses the sublayer)"),
-                         (MEMORY, "encoder output (keys and values)")):
-        ly -= 0.4
-        arrow(ax, (0.3, ly), (0.8, ly), color=colour)
-        ax.text(0.95, ly, text, va="center", fontsize=10)
+        tops[side], entries[side] = draw_stack(ax, side, layer, x, y_layer, drawn)
+        _draw_frame(ax, side, x, y_layer, tops[side], cfg.N)
+    _draw_memory(ax, x_enc, x_dec, tops["encoder"], entries["decoder"]["cross_attn"])
+    _draw_output(ax, x_dec, tops["decoder"], model, drawn)
+    _draw_legend(ax, cfg, figsize[1])
     return fig, drawn

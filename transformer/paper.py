@@ -33,6 +33,8 @@ TABLE2 = {
     "Transformer (big)": dict(bleu_en_de=28.4, bleu_en_fr=41.8,
                               flops_en_de=2.3e19, flops_en_fr=2.3e19),
 }
+
+
 # How the paper trained its two models (section 5.2): steps, and hours on one machine
 # with 8 P100 GPUs.
 TRAINING = {"base": dict(steps=100_000, hours=12, gpus="8 x P100"),
@@ -40,6 +42,7 @@ TRAINING = {"base": dict(steps=100_000, hours=12, gpus="8 x P100"),
 # How the paper decoded its translations (section 6.1): beam search with 4 beams, length
 # penalty alpha 0.6, outputs up to the input's length + 50.
 DECODING = dict(beam_size=4, alpha=0.6, max_extra=50)
+
 
 # Table 3: newstest2013 perplexity (per word piece), BLEU and parameters in millions,
 # keyed by the preset names of transformer.model.PRESETS, which hold each row's
@@ -66,6 +69,7 @@ TABLE3 = {
     "E": dict(dev_ppl=4.92, dev_bleu=25.7, params_M=None),
     "big": dict(dev_ppl=4.33, dev_bleu=26.4, params_M=213),
 }
+
 
 # Table 4: F1 on WSJ section 23, by training data.
 TABLE4 = [

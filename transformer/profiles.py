@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from transformer.corpora import CORPORA
+from transformer.data import padded_length
 from transformer.model import PRESETS, TransformerConfig
 from transformer.paper import TRAINING
 
@@ -71,6 +72,9 @@ class Profile:
     # is slower than float32 on some of them (benchmarks/cpu_training.py --compare)
     cpu_bf16: bool = False
     compile: bool = False
+    # shape classes (chapter 5.1): batch lengths padded to a multiple of pad_to, so that
+    # a compiled step meets few shapes; None: 8 when compiled, none otherwise
+    pad_to: int | None = None
     # Training in rounds (rounds.train_in_rounds), for a recipe whose length the dev set
     # decides: steps per round, rounds without a better dev score before it stops,
     # rounds before that rule applies, and the most rounds it may train.
@@ -80,48 +84,9 @@ class Profile:
     max_rounds: int | None = None
 
     def __post_init__(self):
-        if self.max_tokens < self.max_len + 1:
-            raise ValueError(
-                f"profile {self.name}: max_tokens={self.max_tokens} cannot hold a "
-                f"sentence of max_len={self.max_len} tokens plus its end token")
         # every setting is checked here, when the profile is made: a bad one must not
         # surface after hours of data preparation
-        if self.preset not in PRESETS:
-            raise ValueError(f"profile {self.name}: unknown preset {self.preset!r}; "
-                             f"choose one of {', '.join(PRESETS)}")
-        for key in ("max_steps", "save_every_steps", "eval_every", "keep_last",
-                    "average_last", "tokens_per_step", "warmup_steps", "train_pairs",
-                    "round_steps", "patience", "min_rounds", "max_rounds"):
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                raise ValueError(f"profile {self.name}: {key} must be at least 1, "
-                                 f"got {value}")
-        for key in ("max_minutes", "save_every_minutes", "lr_factor"):
-            value = getattr(self, key)
-            if value is not None and not value > 0:
-                raise ValueError(f"profile {self.name}: {key} must be positive, "
-                                 f"got {value}")
-        if self.vocab_size < 16:
-            raise ValueError(f"profile {self.name}: vocab_size {self.vocab_size} "
-                             f"cannot hold the special tokens and the characters")
-        if self.seed < 0:
-            raise ValueError(f"profile {self.name}: seed must be 0 or more (the "
-                             f"random generators refuse negative seeds), got "
-                             f"{self.seed}")
-        if self.corpus not in CORPORA:
-            raise ValueError(f"profile {self.name}: unknown corpus {self.corpus!r}; "
-                             f"choose one of {', '.join(CORPORA)}")
-        try:
-            cfg = TransformerConfig.preset(self.preset, **self.model)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"profile {self.name}: model {self.model}: "
-                             f"{err}") from None
-        # a training sentence of max_len pieces gets </s> (source) or <s> (target)
-        if cfg.max_len < self.max_len + 1:
-            raise ValueError(f"profile {self.name}: the model's positions "
-                             f"(model.max_len={cfg.max_len}) cannot hold a training "
-                             f"sentence of max_len={self.max_len} pieces and its </s>; "
-                             f"raise model.max_len or lower max_len")
+        cfg = _check_profile(self)
         if self.max_steps is None:
             # the paper's length for this model (frozen: set once, here)
             object.__setattr__(self, "max_steps", cfg.train_steps)
@@ -129,8 +94,59 @@ class Profile:
     def replace(self, **changes: object) -> "Profile":
         return dataclasses.replace(self, **changes)
 
+    @property
+    def batch_pad_to(self) -> int:
+        """The pad_to the trainer cuts batches with (0: no shape classes)."""
+        return self.pad_to if self.pad_to is not None else 8 if self.compile else 0
 
-PROFILES = {p.name: p for p in [
+
+def _check_profile(p: Profile) -> TransformerConfig:
+    """Raise ValueError for the first bad setting of p; return its model's config."""
+    if p.max_tokens < p.max_len + 1:
+        raise ValueError(
+            f"profile {p.name}: max_tokens={p.max_tokens} cannot hold a "
+            f"sentence of max_len={p.max_len} tokens plus its end token")
+    if p.preset not in PRESETS:
+        raise ValueError(f"profile {p.name}: unknown preset {p.preset!r}; "
+                         f"choose one of {', '.join(PRESETS)}")
+    for key in ("max_steps", "save_every_steps", "eval_every", "keep_last",
+                "average_last", "tokens_per_step", "warmup_steps", "train_pairs",
+                "round_steps", "patience", "min_rounds", "max_rounds"):
+        value = getattr(p, key)
+        if value is not None and value < 1:
+            raise ValueError(f"profile {p.name}: {key} must be at least 1, got {value}")
+    for key in ("max_minutes", "save_every_minutes", "lr_factor"):
+        value = getattr(p, key)
+        if value is not None and not value > 0:
+            raise ValueError(f"profile {p.name}: {key} must be positive, got {value}")
+    pad_to = p.batch_pad_to
+    if pad_to < 0 or padded_length(p.max_len + 1, pad_to) > p.max_tokens:
+        raise ValueError(f"profile {p.name}: pad_to={pad_to} must be 0 or more, and a "
+                         f"sentence of max_len={p.max_len} pieces padded to it must "
+                         f"fit in max_tokens={p.max_tokens}")
+    if p.vocab_size < 16:
+        raise ValueError(f"profile {p.name}: vocab_size {p.vocab_size} "
+                         f"cannot hold the special tokens and the characters")
+    if p.seed < 0:
+        raise ValueError(f"profile {p.name}: seed must be 0 or more (the random "
+                         f"generators refuse negative seeds), got {p.seed}")
+    if p.corpus not in CORPORA:
+        raise ValueError(f"profile {p.name}: unknown corpus {p.corpus!r}; "
+                         f"choose one of {', '.join(CORPORA)}")
+    try:
+        cfg = TransformerConfig.preset(p.preset, **p.model)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"profile {p.name}: model {p.model}: {err}") from None
+    # a training sentence of max_len pieces gets </s> (source) or <s> (target)
+    if cfg.max_len < p.max_len + 1:
+        raise ValueError(f"profile {p.name}: the model's positions "
+                         f"(model.max_len={cfg.max_len}) cannot hold a training "
+                         f"sentence of max_len={p.max_len} pieces and its </s>; "
+                         f"raise model.max_len or lower max_len")
+    return cfg
+
+
+_PAPER_RUNS = [
     Profile("wmt14-base", "wmt14-en-de", "base",
             "the paper's base model: 100k steps of ~25k+25k tokens",
             vocab_size=37000, max_tokens=12500, tokens_per_step=25000,
@@ -151,6 +167,10 @@ PROFILES = {p.name: p for p in [
             # peaked 3.2x higher, and on a GPU the model learned only piece frequencies
             warmup_steps=400, lr_factor=0.316, max_steps=1000, save_every_steps=100,
             eval_every=250),
+]
+
+
+_CPU_RUNS = [
     # A fixed step count, not a time budget, so that a faster machine trains the same
     # model.
     Profile("multi30k-cpu", "multi30k", "small",
@@ -172,6 +192,10 @@ PROFILES = {p.name: p for p in [
             vocab_size=1000, max_len=40, clean_ratio=3.0, train_pairs=3000,
             max_tokens=1024, tokens_per_step=2048, warmup_steps=40, max_steps=30,
             save_every_steps=10, keep_last=3, average_last=3, eval_every=10, amp=False),
+]
+
+
+_TABLE3_RUNS = [
     # Chapter 6.2's Table 3 sweeps: the base row's data and schedule; each row changes
     # the model (transformer.variations.row_profile). The converged sweep trains whole
     # epochs (its runner sets max_steps) at the learning-rate factor its pilot chooses,
@@ -191,6 +215,10 @@ PROFILES = {p.name: p for p in [
             tokens_per_step=1500, warmup_steps=100, lr_factor=0.12, max_steps=400,
             save_every_steps=100, keep_last=1, average_last=1, eval_every=400,
             amp=False),
+]
+
+
+_PARSER_ZH_EN_RUNS = [
     # Chapter 6.3's parser: 4 layers of 128 on the WSJ sample, brackets whole, separate
     # source and target tables; scripts/parsing.py trains it in rounds of 100 steps
     # (about an epoch) while dev F1 improves. Rate factor 0.25 and P_drop 0.1: the
@@ -218,7 +246,11 @@ PROFILES = {p.name: p for p in [
             # mostly noise early on, so patience counts from round 25; 80 rounds are the
             # profile's 8000 steps
             round_steps=100, patience=5, min_rounds=25, max_rounds=80),
-]}
+]
+
+
+PROFILES = {p.name: p for p in
+            _PAPER_RUNS + _CPU_RUNS + _TABLE3_RUNS + _PARSER_ZH_EN_RUNS}
 # the parser with the paper's one table for source, target and output layer; zh-en on
 # the tutorial's own split
 PROFILES["ptb-parse-shared"] = PROFILES["ptb-parse"].replace(

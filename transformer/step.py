@@ -4,8 +4,8 @@
 5.2)."""
 
 __all__ = [
-    "batch_seed", "bf16_wanted", "autocast", "train_step", "StepData", "StepFeeder", "dev_loss",
-    "pairs_loss",
+    "batch_seed", "bf16_wanted", "autocast", "train_step", "StepData", "training_stream",
+    "StepFeeder", "dev_loss", "pairs_loss",
 ]
 
 import contextlib
@@ -19,8 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from transformer.data import (PAD, BatchStream, ParallelData, Vocab, collate,
-                              encode_pairs, split_batch)
+from transformer.data import (PAD, BatchStream, ParallelData, Vocab,
+                              accumulation_steps, batch_shape, collate, encode_pairs,
+                              split_batch)
 from transformer.loss import label_smoothed_nll
 from transformer.machine import cpu_has_bf16
 from transformer.profiles import Profile
@@ -91,14 +92,31 @@ class StepData:
     batches: list            # this process's micro-batches: (src, tgt_in, tgt_out)
 
 
+def training_stream(data: ParallelData, profile: Profile) -> BatchStream:
+    """The stream a profile trains from: steps of tokens_per_step tokens, or with shape
+    classes (chapter 5.1) micro-batches of max_tokens, which StepFeeder groups into
+    steps."""
+    pad_to = profile.batch_pad_to
+    return BatchStream(data, profile.max_tokens if pad_to else profile.tokens_per_step,
+                       seed=profile.seed, pad_to=pad_to)
+
+
 class StepFeeder:
     """This process's micro-batches of each step, built on the host (one step ahead,
     pinned, on CUDA)."""
 
     def __init__(self, data: ParallelData, stream: BatchStream, max_tokens: int,
                  rt: "Runtime", vocab_size: int, seed: int,
-                 prefetch: bool | None = None):
+                 prefetch: bool | None = None, tokens_per_step: int | None = None):
         self.data, self.stream, self.max_tokens, self.rt = data, stream, max_tokens, rt
+        if stream.pad_to:
+            # shape classes: the stream's batches are micro-batches, a step a group of
+            # them, an equal share per device
+            if tokens_per_step is None or stream.max_tokens != max_tokens:
+                raise ValueError("a stream of shape classes needs tokens_per_step, and "
+                                 "batches of max_tokens tokens")
+            self.group = rt.world * accumulation_steps(tokens_per_step, max_tokens,
+                                                       rt.world)
         self.vocab_size, self.seed = vocab_size, seed
         self.sizes = np.maximum(stream.src_len, stream.tgt_len)
         self.pin = rt.device.type == "cuda"
@@ -108,12 +126,20 @@ class StepFeeder:
         self.ahead = None
 
     def build(self, step: int) -> StepData:
-        batch = self.stream.next_batch()
-        parts = split_batch(batch, self.sizes, self.max_tokens, self.rt.world)
+        pad_to = self.stream.pad_to
+        if pad_to:
+            parts = self.stream.next_group(self.group)
+            batch = np.concatenate(parts)
+        else:
+            batch = self.stream.next_batch()
+            parts = split_batch(batch, self.sizes, self.max_tokens, self.rt.world)
         mine = list(range(self.rt.rank, len(parts), self.rt.world))
         batches = []
         for i in mine:
-            tensors = collate(self.data, parts[i], vocab_size=self.vocab_size)
+            shape = (batch_shape(int(self.sizes[parts[i]].max()), self.max_tokens, pad_to)
+                     if pad_to else None)
+            tensors = collate(self.data, parts[i], vocab_size=self.vocab_size,
+                              shape=shape)
             batches.append(tuple(t.pin_memory() for t in tensors) if self.pin
                            else tensors)
         return StepData(self.stream.state_dict(), int(self.stream.src_len[batch].sum()),

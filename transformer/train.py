@@ -4,7 +4,8 @@
 5.2)."""
 
 __all__ = [
-    "BUDGET_CHECK_EVERY", "train", "as_run", "run_training", "EXAMPLES", "main",
+    "BUDGET_CHECK_EVERY", "train", "compiled", "as_run", "run_training", "EXAMPLES", "build_parser",
+    "main",
 ]
 
 import argparse
@@ -15,6 +16,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -24,7 +26,8 @@ from tqdm import tqdm
 
 from transformer.checkpoint import CheckpointError, restore_state, training_state
 from transformer.corpora import DownloadError
-from transformer.data import PAD, BatchStream, accumulation_steps
+from transformer.data import (PAD, BatchStream, ParallelData, Vocab,
+                              accumulation_steps)
 from transformer.distributed import (Runtime, StopRequest, barrier, init_distributed,
                                      runtime_from_env, stop_now)
 from transformer.loss import label_smoothed_nll
@@ -37,7 +40,8 @@ from transformer.run import (CHECKPOINTS, RunInUse, check_run_data, check_same_m
                              checkpoint_file, checkpoint_paths, load_latest_checkpoint,
                              prepare_data, run_folder, save_checkpoint, write_profile)
 from transformer.runlog import TrainingLogs, record_run_info
-from transformer.step import StepFeeder, bf16_wanted, dev_loss, train_step
+from transformer.step import (StepFeeder, bf16_wanted, dev_loss, train_step,
+                              training_stream)
 
 # with several processes, the time budget is agreed on every this many steps
 BUDGET_CHECK_EVERY = 20
@@ -59,6 +63,15 @@ def train(profile: Profile | str, out_dir: str | Path,
                             request)
 
 
+def compiled(fn: Callable, **options: object) -> Callable:
+    """torch.compile with dynamic shapes, as the trainer uses it. Duck sizing is turned
+    off (for the whole process): it ties two sizes that happen to be equal in the first
+    batch, such as a 32 x 32 batch's rows and length, and compiles again at the next
+    batch that unties them."""
+    torch.fx.experimental._config.use_duck_shape = False
+    return torch.compile(fn, dynamic=True, **options)
+
+
 def as_run(model: Transformer, rt: Runtime, compile: bool = False
           ) -> tuple[nn.Module, Callable]:
     """The model and loss as the step calls them: wrapped in DistributedDataParallel
@@ -68,15 +81,36 @@ def as_run(model: Transformer, rt: Runtime, compile: bool = False
         net = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[rt.device.index] if rt.device.type == "cuda" else None)
     if compile:
-        return (torch.compile(net, dynamic=True),
-                torch.compile(label_smoothed_nll, dynamic=True))
+        return compiled(net), compiled(label_smoothed_nll)
     return net, label_smoothed_nll
 
 
-def run_training(profile: Profile, out_dir: Path, rt: Runtime,
-                 data_root: str | Path | None, progress: bool,
-                 log: Callable[[str], None], start_over: bool, request: StopRequest
-                ) -> dict | None:
+@dataclass
+class _Run:
+    """What the loop works with, as `_start_run` made it."""
+    cfg: TransformerConfig
+    vocab: Vocab
+    data: ParallelData
+    dev: ParallelData
+    model: Transformer
+    net: nn.Module                  # the model as the step calls it (see as_run)
+    loss_fn: Callable
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    stream: BatchStream
+    feeder: StepFeeder
+    logs: TrainingLogs
+    bf16: bool
+    keep: int                       # checkpoints kept on disk
+    step: int                       # the step a resumed run starts from
+    elapsed: float                  # seconds trained before this start
+
+
+def _start_run(profile: Profile, out_dir: Path, rt: Runtime,
+               data_root: str | Path | None, progress: bool,
+               log: Callable[[str], None], start_over: bool) -> _Run:
+    """Everything before the first step: the checks, the data, the run's record, and the
+    model and optimizer, restored from the newest checkpoint if there is one."""
     # a folder that cannot resume (other data settings, checkpoints unreadable or gone)
     # is refused before data preparation, which can take long
     check_run_data(profile, out_dir)
@@ -97,14 +131,15 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
     model.validate_ids = False          # ids are checked on the host, in collate
     optimizer, scheduler = build_optimizer(model, cfg.d_model, profile.warmup_steps,
                                            profile.lr_factor)
-    stream = BatchStream(data, profile.tokens_per_step, seed=profile.seed)
+    stream = training_stream(data, profile)
     step, elapsed = 0, 0.0
     if ckpt is not None:
         step, elapsed = restore_state(ckpt, model, optimizer, scheduler, stream)
         log(f"resumed from {ckpt_path} (step {step}, "
             f"{elapsed / 60:.1f} min of training so far)")
     net, loss_fn = as_run(model, rt, profile.compile)
-    feeder = StepFeeder(data, stream, profile.max_tokens, rt, len(vocab), profile.seed)
+    feeder = StepFeeder(data, stream, profile.max_tokens, rt, len(vocab), profile.seed,
+                        tokens_per_step=profile.tokens_per_step)
     logs = TrainingLogs(out_dir, profile, step, progress, rt.main)
     if rt.main:
         per_device = accumulation_steps(profile.tokens_per_step, profile.max_tokens,
@@ -117,12 +152,22 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
         log("float32 on this CPU: its bfloat16 instructions are faster than float32 on "
             "some CPUs and slower on others; python benchmarks/cpu_training.py "
             "--compare measures this one, and --set cpu_bf16=True turns them on")
-
-    budget = profile.max_minutes * 60 if profile.max_minutes else float("inf")
     # averaging at the end needs the last average_last checkpoints
     keep = max(profile.keep_last, profile.average_last)
-    start, last_save, last_time = time.time() - elapsed, time.time(), time.time()
-    stop, last_state, dev_ppl = False, stream.state_dict(), None
+    return _Run(cfg, vocab, data, dev, model, net, loss_fn, optimizer, scheduler,
+                stream, feeder, logs, bf16, keep, step, elapsed)
+
+
+def run_training(profile: Profile, out_dir: Path, rt: Runtime,
+                 data_root: str | Path | None, progress: bool,
+                 log: Callable[[str], None], start_over: bool, request: StopRequest
+                ) -> dict | None:
+    run = _start_run(profile, out_dir, rt, data_root, progress, log, start_over)
+    model, optimizer, scheduler, cfg = run.model, run.optimizer, run.scheduler, run.cfg
+    feeder, logs, step = run.feeder, run.logs, run.step
+    budget = profile.max_minutes * 60 if profile.max_minutes else float("inf")
+    start, last_save, last_time = time.time() - run.elapsed, time.time(), time.time()
+    stop, last_state, dev_ppl = False, run.stream.state_dict(), None
     model.train()
     request.looping = True
     try:
@@ -130,8 +175,8 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
             item = feeder.get(step)
             last_state = item.stream_state
             lr = optimizer.param_groups[0]["lr"]
-            sums = train_step(net, optimizer, scheduler, item.batches, item.n_tgt,
-                              cfg.eps_ls, PAD, rt, bf16, item.seeds, loss_fn)
+            sums = train_step(run.net, optimizer, scheduler, item.batches, item.n_tgt,
+                              cfg.eps_ls, PAD, rt, run.bf16, item.seeds, run.loss_fn)
             if rt.world > 1:
                 dist.all_reduce(sums)        # queued on the device like the step itself
             step += 1
@@ -146,13 +191,14 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
                            elapsed_s=now - start), sums, flush=save_now)
             last_time = now
             if rt.main and step % profile.eval_every == 0:
-                scores = dev_loss(model, dev, profile.max_tokens, cfg.eps_ls, rt, bf16)
+                scores = dev_loss(model, run.dev, profile.max_tokens, cfg.eps_ls, rt,
+                                  run.bf16)
                 dev_ppl = logs.dev(step, now - start, scores)
                 log(f"step {step}: dev perplexity {dev_ppl:.2f}")
             if rt.main and save_now:
                 save_checkpoint(out_dir, step, training_state(
                     step, model, optimizer, scheduler, item.stream_state,
-                    time.time() - start, profile, cfg, vocab), keep)
+                    time.time() - start, profile, cfg, run.vocab), run.keep)
                 last_save = time.time()
             if rt.world == 1 or step % BUDGET_CHECK_EVERY == 0:
                 stop = stop_now(rt, time.time() - start >= budget
@@ -162,22 +208,33 @@ def run_training(profile: Profile, out_dir: Path, rt: Runtime,
     logs.close()
     summary = None
     if rt.main:
-        paths = checkpoint_paths(out_dir)
-        if not paths or paths[-1] != checkpoint_file(out_dir, step):
-            save_checkpoint(out_dir, step, training_state(
-                step, model, optimizer, scheduler, last_state, time.time() - start,
-                profile, cfg, vocab), keep)
-        epoch, position = last_state["epoch"], last_state["position"]
-        summary = dict(profile=profile.name, steps=step, epochs=epoch + position / max(
-            1, len(stream.batches(epoch))), train_minutes=(time.time() - start) / 60,
-            parameters=model.num_parameters(), vocab=len(vocab), train_pairs=len(data),
-            checkpoints=[p.name for p in checkpoint_paths(out_dir)], dev_ppl=dev_ppl,
-            stopped_by=request.signal)
-        if request.signal:
-            again = resume_command(profile, out_dir) or "train() with the same profile"
-            log(f"stopped by {request.signal} after step {step}, saved in "
-                f"{checkpoint_file(out_dir, step)}; to resume, run: {again}")
+        summary = _finish_run(run, profile, out_dir, step, last_state, start, dev_ppl,
+                              request.signal, log)
     barrier(rt)
+    return summary
+
+
+def _finish_run(run: _Run, profile: Profile, out_dir: Path, step: int,
+                stream_state: dict, start: float, dev_ppl: float | None,
+                stopped_by: str | None, log: Callable[[str], None]) -> dict:
+    """The first process's end of a run: its last step saved, and its summary."""
+    paths = checkpoint_paths(out_dir)
+    if not paths or paths[-1] != checkpoint_file(out_dir, step):
+        save_checkpoint(out_dir, step, training_state(
+            step, run.model, run.optimizer, run.scheduler, stream_state,
+            time.time() - start, profile, run.cfg, run.vocab), run.keep)
+    epoch, position = stream_state["epoch"], stream_state["position"]
+    epochs = epoch + position / max(1, len(run.stream.batches(epoch)))
+    summary = dict(profile=profile.name, steps=step, epochs=epochs,
+                   train_minutes=(time.time() - start) / 60,
+                   parameters=run.model.num_parameters(), vocab=len(run.vocab),
+                   train_pairs=len(run.data),
+                   checkpoints=[p.name for p in checkpoint_paths(out_dir)],
+                   dev_ppl=dev_ppl, stopped_by=stopped_by)
+    if stopped_by:
+        again = resume_command(profile, out_dir) or "train() with the same profile"
+        log(f"stopped by {stopped_by} after step {step}, saved in "
+            f"{checkpoint_file(out_dir, step)}; to resume, run: {again}")
     return summary
 
 
@@ -190,7 +247,8 @@ Running the same command again resumes the run from its newest checkpoint. Ctrl-
 SIGTERM) stops after the current step and saves it."""
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The options of `python -m transformer.train`; --help lists the profiles."""
     profiles = "\n".join(f"  {name:<14} {p.description}"
                          for name, p in PROFILES.items())
     parser = argparse.ArgumentParser(
@@ -223,21 +281,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                         help="override profile fields, e.g. max_steps=50 "
                              "model.P_drop=0.2")
-    args = parser.parse_args(argv)
-    profile = get_profile(args.profile)
+    return parser
+
+
+def _flag_settings(args: argparse.Namespace) -> list[str]:
+    """The --set entries that the shortcut options stand for."""
+    settings = []
     for key, value in (("max_steps", args.max_steps),
                        ("max_minutes", args.max_minutes)):
         if value is not None:
-            args.set.append(f"{key}={value!r}")
+            settings.append(f"{key}={value!r}")
     if args.compile:
-        args.set.append("compile=True")
+        settings.append("compile=True")
     if args.no_amp:
-        args.set.append("amp=False")
+        settings.append("amp=False")
+    return settings
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    profile = get_profile(args.profile)
+    settings = args.set + _flag_settings(args)
     # every setting, and the folder, is checked before any data is prepared (the folder
     # by the first process only: it alone writes there)
     main_process = int(os.environ.get("RANK", "0")) == 0
     try:
-        profile = profile.replace(**parse_overrides(args.set, profile))
+        profile = profile.replace(**parse_overrides(settings, profile))
         resolve_device(args.device)
         out = Path(args.out or f"runs/{profile.name}")
         with run_folder(out, main_process):

@@ -5,7 +5,7 @@ python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
     "SHIPPED_MODEL", "Translator", "line_groups", "write_translations", "output_to", "EXAMPLES",
-    "main",
+    "build_parser", "main",
 ]
 
 import argparse
@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO, overload
 
 import transformer
+from transformer import decode
 from transformer.checkpoint import CheckpointError
 from transformer.data import Vocab, atomic_file, decode_line, read_lines
-from transformer.decode import ALPHA, BEAM, TOO_LONG, TooLong, check_search, translate
+from transformer.decode import ALPHA, BEAM, TOO_LONG, TooLong, check_search
 from transformer.deploy import CTranslate2Model
 from transformer.evaluate import check_writable, length_penalty_alpha, positive_int
 from transformer.machine import resolve_device
@@ -72,6 +73,7 @@ class Translator:
                 if path == SHIPPED_MODEL else f"{path} ({', '.join(used)})")
         return cls(model, vocab, source=name, **settings)
 
+    # translate (written below) gives a str for a str, and a list for a list
     @overload
     def translate(self, sentences: str, progress: bool = False,
                   too_long: str = "error") -> str: ...
@@ -86,20 +88,22 @@ class Translator:
         than the model's positions raises TooLong, unless too_long is "truncate" or
         "skip" (an empty translation)."""
         if isinstance(self.model, Transformer):
-            return translate(self.model, self.vocab, sentences, self.beam_size,
-                             self.alpha, batch_tokens=self.batch_tokens,
-                             progress=progress, too_long=too_long)
+            return decode.translate(self.model, self.vocab, sentences, self.beam_size,
+                                    self.alpha, batch_tokens=self.batch_tokens,
+                                    progress=progress, too_long=too_long)
         return self.model.translate(sentences, self.beam_size, self.alpha,
                                     batch_tokens=self.batch_tokens, too_long=too_long)
+
 
     def nbest(self, sentences: Iterable[str], n: int, too_long: str = "error"
               ) -> list[list[tuple[str, float]]]:
         """Each sentence's n best translations as (text, score), best first: the score
         is what the search ranked them by (log-probability over the length penalty)."""
         if isinstance(self.model, Transformer):
-            return translate(self.model, self.vocab, list(sentences), self.beam_size,
-                             self.alpha, batch_tokens=self.batch_tokens,
-                             progress=False, too_long=too_long, nbest=n)
+            return decode.translate(self.model, self.vocab, list(sentences),
+                                    self.beam_size, self.alpha,
+                                    batch_tokens=self.batch_tokens,
+                                    progress=False, too_long=too_long, nbest=n)
         return self.model.translate(list(sentences), self.beam_size, self.alpha,
                                     batch_tokens=self.batch_tokens, too_long=too_long,
                                     nbest=n)
@@ -109,6 +113,7 @@ class Translator:
         """The model's positions: a source of max_len tokens or more does not fit."""
         return (self.model.cfg.max_len if isinstance(self.model, Transformer)
                 else self.model.max_len)
+
 
     def __repr__(self):
         return (f"Translator({self.source}, beam_size={self.beam_size}, "
@@ -188,7 +193,8 @@ poorly. Translations are written as they are made when the input is a pipe; an
 if anything fails)."""
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The options of `python -m transformer.translate`; --help ends with EXAMPLES."""
     parser = argparse.ArgumentParser(
         prog="python -m transformer.translate",
         description="Translate English sentences, one a line, into German.",
@@ -220,6 +226,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-tokens", type=positive_int, default=20000,
                         help="sentences x beam x output length per batch "
                              "(default 20000)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.nbest is not None and args.nbest > args.beam:
         parser.error(f"--nbest {args.nbest} needs a beam at least that wide "

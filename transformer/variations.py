@@ -9,7 +9,8 @@ __all__ = [
     "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN", "CURVE_KEYS", "data_size", "table3_translations",
     "write_dev_translations", "table3_dev_bleu", "train_epochs", "plateaued", "choose_budget",
     "decide_protocol", "row_epochs", "off_protocol", "diagnosis_name", "records_dir",
-    "run_row_epochs", "take_run", "claims_first", "converged_sweep", "EXAMPLES", "main",
+    "run_row_epochs", "take_run", "claims_first", "converged_sweep", "EXAMPLES", "build_parser",
+    "list_runs", "short_sweep", "main",
 ]
 
 import argparse
@@ -414,7 +415,8 @@ EXAMPLES = """examples:
 Records go to results/table3 (one JSON per row and seed); the same command resumes."""
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The options of `python -m transformer.variations`; --help ends with EXAMPLES."""
     parser = argparse.ArgumentParser(
         prog="python -m transformer.variations", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
@@ -445,7 +447,13 @@ def main(argv: list[str] | None = None) -> None:
                              "instead of their own: runs outside the protocol, to "
                              "diagnose a row, with their records in "
                              "RESULTS/pdrop<rate>, apart from the sweep's")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _check_diagnosis(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse (parser.error) --lr-factor or --p-drop without named rows or with
+    --short, a learning-rate factor that is not positive, and a dropout rate outside
+    [0, 1)."""
     for flag, value in (("--lr-factor", args.lr_factor), ("--p-drop", args.p_drop)):
         if value is not None and (args.short or not args.rows):
             parser.error(f"{flag} diagnoses rows of the converged sweep: name them, "
@@ -454,6 +462,38 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--lr-factor must be positive, not {args.lr_factor}")
     if args.p_drop is not None and not 0 <= args.p_drop < 1:
         parser.error(f"--p-drop must be in [0, 1), not {args.p_drop}")
+
+
+def list_runs(plan: list[tuple[str, int]], results: str | Path,
+              lr_factor: float | None = None, P_drop: float | None = None) -> None:
+    """Print, for each (row, seed) of plan and each second seed the records ask for,
+    whether its record is in `results` yet (for a diagnosis, once the protocol is
+    decided, in its own folder: records_dir)."""
+    protocol_path = Path(results) / "protocol.json"
+    diagnosis = lr_factor is not None or P_drop is not None
+    if diagnosis and protocol_path.exists():
+        results = records_dir(results, json.loads(protocol_path.read_text()),
+                              lr_factor, P_drop)
+    for row, seed in plan + second_seeds(load_records(results)):
+        path = record_path(results, row, seed)
+        print(f"{row:5} seed {seed}: {'done' if path.exists() else 'to run'}")
+
+
+def short_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str | Path,
+                data_dir: str | Path | None, command: str | None) -> None:
+    """Every (row, seed) of plan through the short sweep (run_row), in order, each
+    row's dev scores printed as it ends."""
+    for i, (row, seed) in enumerate(plan, 1):
+        print(f"[{i}/{len(plan)}] row {row}, seed {seed}", flush=True)
+        record = run_row(row, seed, runs, results, data_root=data_dir, command=command)
+        print(f"  dev PPL {record['dev_ppl']}, dev BLEU {record['dev_bleu']}",
+              flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_diagnosis(parser, args)
     diagnosis = args.lr_factor is not None or args.p_drop is not None
     suffix = "-short" if args.short else ""
     runs = args.runs or f"runs/table3{suffix}"
@@ -469,23 +509,12 @@ def main(argv: list[str] | None = None) -> None:
         plan = [(row, seed) for row, seed in plan
                 if seed == 1 or f"{row}:{seed}" in args.rows]
     if args.list:
-        protocol_path = Path(results) / "protocol.json"
-        if diagnosis and protocol_path.exists():
-            results = records_dir(results, json.loads(protocol_path.read_text()),
-                                  args.lr_factor, args.p_drop)
-        for row, seed in plan + second_seeds(load_records(results)):
-            path = record_path(results, row, seed)
-            print(f"{row:5} seed {seed}: {'done' if path.exists() else 'to run'}")
+        list_runs(plan, results, args.lr_factor, args.p_drop)
         return
     keep_freed_memory()
     command = " ".join(["python -m transformer.variations", *(argv or sys.argv[1:])])
     if args.short:
-        for i, (row, seed) in enumerate(plan, 1):
-            print(f"[{i}/{len(plan)}] row {row}, seed {seed}", flush=True)
-            record = run_row(row, seed, runs, results, data_root=args.data_dir,
-                             command=command)
-            print(f"  dev PPL {record['dev_ppl']}, dev BLEU {record['dev_bleu']}",
-                  flush=True)
+        short_sweep(plan, runs, results, args.data_dir, command)
         return
     again = "the epochs already saved are kept: run the same command again to resume"
     try:

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The compiled training step on one GPU, in one call of at most about 9 minutes. Every step is
+# bounded by its own time limit; its log goes to OUT_DIR, and env.txt says how each one ended.
+#   1. benchmark, eager: base and big, ours beside torch.nn.Transformer (bf16 autocast)
+#   2. benchmark, compiled: base, ours and nn.Transformer, batches in shape classes (pad_to 8,
+#      chapter 5.1), compiled during a warm-up pass, then timed; graphs compiled in each phase;
+#      the operations with the most GPU time of their own in ours
+#   3. benchmark, compiled: big, ours only
+#   4. the wmt-news-base profile, eager, with the same shape classes (--set pad_to=8)
+#   5. the same profile compiled (--compile), for the minutes left: the same batches, so its
+#      loss can be read against the eager run's at the same steps
+# then scripts/gpu_compile_record.py writes OUT_DIR/record.json from the logs.
+# Usage: scripts/gpu_compile.sh OUT_DIR            (copy OUT_DIR to results/gpu-compile/)
+set -u
+out=${1:?usage: scripts/gpu_compile.sh OUT_DIR}
+py=${PYTHON:-python3}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+. "$(dirname "$0")/gpu_env.sh"
+gpu_env "$out/env.txt" "$py"
+start=$SECONDS
+step() {    # step NAME SECONDS SIGNAL COMMAND...: run it bounded, log it, note how it ended
+    local name=$1 limit=$2 sig=$3; shift 3
+    local t0=$SECONDS
+    # --foreground: the signal reaches the command once (the trainer saves the step it is on)
+    timeout --foreground -s "$sig" "$limit" "$@" > "$out/$name.log" 2>&1
+    echo "$name: exit $? after $((SECONDS - t0)) s (limit $limit s): $*" >> "$out/env.txt"
+}
+bench=(benchmarks/gpu_step.py --steps 10)
+step bench_eager 100 TERM $py "${bench[@]}" --presets base big --no-compile --json "$out/bench_eager.json"
+step bench_compiled_base 170 TERM $py "${bench[@]}" --presets base --profile-top 25 \
+    --json "$out/bench_compiled_base.json"
+step bench_compiled_big 80 TERM $py "${bench[@]}" --presets big --no-reference \
+    --json "$out/bench_compiled_big.json"
+train() {   # train NAME SECONDS ARGS...: the pipeline profile into runs/NAME, its CSV log kept
+    local name=$1 limit=$2; shift 2
+    step "$name" "$limit" INT $py -m transformer.train --profile wmt-news-base --out "runs/$name" \
+        --no-progress "$@"
+    cp "runs/$name/train_log.csv" "$out/${name}_log.csv" 2>> "$out/env.txt"
+}
+train train_eager 40 --set pad_to=8
+left=$(( 530 - (SECONDS - start) ))
+train train_compiled $(( left > 60 ? left : 60 )) --compile
+$py scripts/gpu_compile_record.py "$out" >> "$out/env.txt" 2>&1
+echo "done after $((SECONDS - start)) s" >> "$out/env.txt"
