@@ -31,7 +31,8 @@ from transformer.runlog import command_line, write_record  # noqa: E402
 
 def epoch_shapes(data, profile, pad_to):
     """Distinct micro-batch shapes ((rows, source length, target length)) over epoch 0 as the trainer
-    cuts it on one device, the number of micro-batches, and the tokens (both sides) the model processes.
+    cuts it on one device, the number of micro-batches, the tokens (both sides) the model processes, and
+    how many of those are in rows of padding only (the last batch of each shape class).
 
     Without shape classes a step is a batch of <= tokens_per_step tokens cut by split_batch into
     micro-batches of <= max_tokens; with them, each micro-batch is a batch of the stream
@@ -40,11 +41,12 @@ def epoch_shapes(data, profile, pad_to):
     stream = BatchStream(data, profile.max_tokens if pad_to else profile.tokens_per_step,
                          seed=profile.seed, pad_to=pad_to)
     sizes = np.maximum(stream.src_len, stream.tgt_len)
-    shapes, micro, processed = set(), 0, 0
+    shapes, micro, processed, empty_rows = set(), 0, 0, 0
     for batch in stream.batches(0):
         if pad_to:
             rows, length = batch_shape(int(sizes[batch].max()), profile.max_tokens, pad_to)
             parts, classes = [batch], [(rows, length, length)]
+            empty_rows += (rows - len(batch)) * 2 * length
         else:
             parts = split_batch(batch, sizes, profile.max_tokens, 1)
             classes = [(len(p), int(stream.src_len[p].max()), int(stream.tgt_len[p].max())) for p in parts]
@@ -52,7 +54,7 @@ def epoch_shapes(data, profile, pad_to):
             shapes.add(shape)
             micro += 1
             processed += shape[0] * (shape[1] + shape[2])
-    return shapes, micro, processed
+    return shapes, micro, processed, empty_rows
 
 
 def main(argv=None):
@@ -70,13 +72,15 @@ def main(argv=None):
     print(f"profile {profile.name}: {len(data)} training pairs of {profile.corpus}, joint BPE of {len(vocab)} "
           f"pieces, max_len {profile.max_len}; steps of <= {profile.tokens_per_step} tokens in micro-batches "
           f"of <= {profile.max_tokens}; epoch 0, one device")
-    print(f"{'pad_to':>8}{'shapes':>8}{'micro-batches':>15}{'tokens processed per real':>28}")
+    print(f"{'pad_to':>8}{'shapes':>8}{'micro-batches':>15}{'tokens processed per real':>28}"
+          f"{'of which in rows of padding':>30}")
     rows = []
     for pad_to in args.pad_to:
-        shapes, micro, processed = epoch_shapes(data, profile, pad_to)
+        shapes, micro, processed, empty_rows = epoch_shapes(data, profile, pad_to)
         rows.append({"pad_to": pad_to, "shapes": len(shapes), "micro_batches": micro,
-                     "processed_per_real": round(processed / real, 4)})
-        print(f"{pad_to or 'none':>8}{len(shapes):>8}{micro:>15}{processed / real:>28.3f}")
+                     "processed_per_real": round(processed / real, 4),
+                     "padding_rows_per_real": round(empty_rows / real, 4)})
+        print(f"{pad_to or 'none':>8}{len(shapes):>8}{micro:>15}{processed / real:>28.3f}{empty_rows / real:>30.3f}")
     if args.record:
         write_record(args.record, {
             "what": "distinct micro-batch shapes over one epoch, and tokens processed per real token",

@@ -268,8 +268,11 @@ def token_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: 
     n = len(src_lengths)
     rng = np.random.default_rng([seed, epoch])
     size = np.maximum(np.asarray(src_lengths), np.asarray(tgt_lengths))
-    if padded_length(int(size.max(initial=0)), pad_to) > max_tokens:
-        raise ValueError(f"a sentence of {size.max()} tokens does not fit in "
+    longest = int(size.max(initial=0))
+    if pad_to:      # shape classes, below: a sentence takes its padded length
+        longest = padded_length(longest, pad_to)
+    if longest > max_tokens:
+        raise ValueError(f"a sentence of {longest} tokens does not fit in "
                          f"max_tokens={max_tokens}; "
                          f"raise max_tokens or filter long sentences (max_len)")
     order = rng.permutation(n)

@@ -136,8 +136,8 @@ class StepFeeder:
         mine = list(range(self.rt.rank, len(parts), self.rt.world))
         batches = []
         for i in mine:
-            shape = (batch_shape(int(self.sizes[parts[i]].max()), self.max_tokens, pad_to)
-                     if pad_to else None)
+            longest = int(self.sizes[parts[i]].max())
+            shape = batch_shape(longest, self.max_tokens, pad_to) if pad_to else None
             tensors = collate(self.data, parts[i], vocab_size=self.vocab_size,
                               shape=shape)
             batches.append(tuple(t.pin_memory() for t in tensors) if self.pin
