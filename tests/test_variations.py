@@ -355,10 +355,13 @@ def test_a_verdict_that_rests_on_a_collapsed_run_says_so():
         return (row, seed), {"row": row, "seed": seed, "dev_bleu": bleu, "dev_ppl": 5.0, "dev_curve": curve}
     records = dict([rec("base", 1, 25.0, [0.95, 0.5]), rec("base", 2, 25.5, [0.3]),
                     rec("big", 1, 12.0, [0.99, 0.98]), rec("C3", 1, 10.0, [0.99, 0.5, 0.95]),
-                    rec("C1", 1, 24.0, [0.4])])
+                    rec("C1", 1, 24.0, [0.4]), rec("B1", 1, 11.0, [0.99, 0.99])])
     notes = {claim: n for group in claims_by_verdict(records).values() for claim, n in group}
     assert notes["the big model beats the base model"] == [
-        "rests on a collapsed run: big, seed 1, never left the collapse"]
+        "rests on a collapsed run: big, seed 1, which never left the collapse"]
+    # a row with two reasons gets one note that names both
+    [b1] = notes["smaller keys hurt (d_k 16 against 64)"]
+    assert b1.startswith("rests on a collapsed run: B1, seed 1, which never left the collapse and whose keys have")
     # C3 left the collapse once, even if it went back above the threshold later
     assert not any("collapse" in n for n in notes["deeper is better (N 8 against 2)"])
 

@@ -20,48 +20,6 @@ from transformer.table3 import (claim_verdicts, claims_by_verdict, load_records,
 from transformer.variations import LONG
 
 
-def converged_table3(protocol: dict, records: dict) -> dict:
-    """The ledger's row for the Table 3 sweep that trains every row for the base row's
-    budget of epochs: how far it has got, its seed noise and its verdicts so far."""
-    rows_done = {row for row, _ in records}
-    verdicts = claim_verdicts(records)
-    pending = {row for row, _ in second_seeds(records)}
-    spread = {m: seed_spread(records, m) for m in ("dev_ppl", "dev_bleu")}
-    ours = "no record yet"
-    if spread["dev_bleu"] is not None:
-        ours = (f"base seeds within {spread['dev_ppl']:.2f} perplexity and "
-                f"{spread['dev_bleu']:.2f} BLEU; ")
-        if verdicts:
-            counts = Counter(by_bleu for _, by_bleu, _ in verdicts.values())
-            claims = f"{len(verdicts)} claim{'s' if len(verdicts) != 1 else ''}"
-            ours += (f"{claims} measured, by dev BLEU: "
-                     + ", ".join(f"{v} {n}" for v, n in counts.most_common()))
-            unsure = sum(bool(set(rows) & pending) for rows, _, _ in verdicts.values())
-            if unsure:
-                ours += f" ({unsure} provisional: a second seed to come)"
-            # what 6.2's verdict table says of a verdict, counted
-            grouped = claims_by_verdict(records, protocol["scale"])
-            notes = [n for claims in grouped.values() for _, n in claims]
-            collapsed = sum(any(x.startswith("rests on a collapsed run") for x in n)
-                            for n in notes)
-            tiny = sum(any("whose keys have" in x for x in n) for n in notes)
-            if collapsed or tiny:
-                ours += (f"; 6.2 qualifies {collapsed} that rest on a run whose "
-                         f"encoder collapsed and {tiny} that rest on its smallest keys")
-        else:
-            ours += "no claim has all its rows measured yet"
-    done = len(rows_done) == len(TABLE3) and not pending
-    return dict(
-        result=f"6.2 Table 3, trained {protocol['budget_epochs']} epochs a row"
-               f"{'' if done else ' (in progress)'}: {len(rows_done)} of "
-               f"{len(TABLE3)} rows",
-        ours=ours, paper="each claim as the paper's text draws it from Table 3",
-        scale=f"widths/{protocol['scale']}, {LONG.train_pairs:,} pairs of Multi30k, "
-              f"{protocol['budget_epochs']} epochs per row and 3x for big, lr factor "
-              f"{protocol['chosen']['lr_factor']} chosen on dev BLEU",
-        hardware=protocol["hardware"], command=protocol["command"])
-
-
 def _read_record(results: Path, *parts: str) -> dict:
     return json.loads(results.joinpath(*parts).read_text())
 
@@ -111,6 +69,48 @@ def _table3_converged_row(results: Path) -> dict | None:
         return None
     return converged_table3(_read_record(results, "table3", "protocol.json"),
                             load_records(results / "table3"))
+
+
+def converged_table3(protocol: dict, records: dict) -> dict:
+    """The ledger's row for the Table 3 sweep that trains every row for the base row's
+    budget of epochs: how far it has got, its seed noise and its verdicts so far."""
+    rows_done = {row for row, _ in records}
+    verdicts = claim_verdicts(records)
+    pending = {row for row, _ in second_seeds(records)}
+    spread = {m: seed_spread(records, m) for m in ("dev_ppl", "dev_bleu")}
+    ours = "no record yet"
+    if spread["dev_bleu"] is not None:
+        ours = (f"base seeds within {spread['dev_ppl']:.2f} perplexity and "
+                f"{spread['dev_bleu']:.2f} BLEU; ")
+        if verdicts:
+            counts = Counter(by_bleu for _, by_bleu, _ in verdicts.values())
+            claims = f"{len(verdicts)} claim{'s' if len(verdicts) != 1 else ''}"
+            ours += (f"{claims} measured, by dev BLEU: "
+                     + ", ".join(f"{v} {n}" for v, n in counts.most_common()))
+            unsure = sum(bool(set(rows) & pending) for rows, _, _ in verdicts.values())
+            if unsure:
+                ours += f" ({unsure} provisional: a second seed to come)"
+            # what 6.2's verdict table says of a verdict, counted
+            grouped = claims_by_verdict(records, protocol["scale"])
+            notes = [n for claims in grouped.values() for _, n in claims]
+            collapsed = sum(any(x.startswith("rests on a collapsed run") for x in n)
+                            for n in notes)
+            tiny = sum(any("whose keys have" in x for x in n) for n in notes)
+            if collapsed or tiny:
+                ours += (f"; 6.2 qualifies {collapsed} that rest on a run whose "
+                         f"encoder collapsed and {tiny} that rest on its smallest keys")
+        else:
+            ours += "no claim has all its rows measured yet"
+    done = len(rows_done) == len(TABLE3) and not pending
+    return dict(
+        result=f"6.2 Table 3, trained {protocol['budget_epochs']} epochs a row"
+               f"{'' if done else ' (in progress)'}: {len(rows_done)} of "
+               f"{len(TABLE3)} rows",
+        ours=ours, paper="each claim as the paper's text draws it from Table 3",
+        scale=f"widths/{protocol['scale']}, {LONG.train_pairs:,} pairs of Multi30k, "
+              f"{protocol['budget_epochs']} epochs per row and 3x for big, lr factor "
+              f"{protocol['chosen']['lr_factor']} chosen on dev BLEU",
+        hardware=protocol["hardware"], command=protocol["command"])
 
 
 def _parsing_row(results: Path) -> dict | None:

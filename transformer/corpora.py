@@ -298,7 +298,8 @@ def sgm_to_text(src_sgm_path: str | Path, dest: str | Path, label: str | None = 
 
 
 def _extract_pair(key: str, archive: Path, tmp: Path, progress: bool):
-    """Extract a source's en/de members; return their paths and line counts."""
+    """Extract a source's en/de members; return their paths and their labels
+    (archive:member, for error messages)."""
     spec = WMT14_SOURCES[key]
     paths = {lang: tmp / key / Path(spec[lang]).name for lang in ("en", "de")}
     extract_members(archive, {spec[lang]: paths[lang] for lang in ("en", "de")},

@@ -181,10 +181,15 @@ def claims_by_verdict(records: dict, scale: int = LONG_SCALE
             collapsed.setdefault(row, []).append(str(seed))
     grouped = {}
     for claim, (rows, by_bleu, _) in claim_verdicts(records).items():
-        notes = [f"rests on a collapsed run: {row}, seed {', '.join(collapsed[row])}, "
-                 f"never left the collapse" for row in rows if row in collapsed]
+        notes = []
+        for row in rows:        # one note per row, however many reasons it has
+            keys = f"whose keys have {scaled_config(row, scale).d_k} dimensions here"
+            if row in collapsed:
+                seeds = ", ".join(collapsed[row])
+                notes.append(f"rests on a collapsed run: {row}, seed {seeds}, which never "
+                             f"left the collapse" + (f" and {keys}" if row in distorted else ""))
+            elif row in distorted:
+                notes.append(f"rests on {row}, {keys}")
         notes += ["provisional: a second seed to come"] if set(rows) & waiting else []
-        notes += [f"rests on {row}, whose keys have {scaled_config(row, scale).d_k} "
-                  f"dimensions here" for row in rows if row in distorted]
         grouped.setdefault(by_bleu, []).append((claim, notes))
     return grouped
