@@ -12,14 +12,6 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env "$out/env.txt" "$py"
-step() {    # step LOG SECONDS SIGNAL COMMAND...: run it, log it, note how it ended
-    local name=$1 limit=$2 sig=$3; shift 3
-    local t0=$SECONDS
-    # --foreground: the signal goes to the command alone; without it, timeout also signals
-    # its process group, and a second SIGINT interrupts the trainer at once, unsaved
-    timeout --foreground -s "$sig" "$limit" "$@" > "$out/$name.log" 2>&1
-    echo "$name: exit $? after $((SECONDS - t0)) s (limit $limit s): $*" >> "$out/env.txt"
-}
 train() {   # train LOG SECONDS RUN [ARGS...]: the pipeline profile into runs/RUN, its CSV logs kept
     local name=$1 limit=$2 run=runs/$3; shift 3
     step "$name" "$limit" INT $py -m transformer.train --profile wmt-news-base --out "$run" \

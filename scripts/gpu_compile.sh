@@ -19,13 +19,6 @@ export PYTHONUNBUFFERED=1
 . "$(dirname "$0")/gpu_env.sh"
 gpu_env "$out/env.txt" "$py"
 start=$SECONDS
-step() {    # step NAME SECONDS SIGNAL COMMAND...: run it bounded, log it, note how it ended
-    local name=$1 limit=$2 sig=$3; shift 3
-    local t0=$SECONDS
-    # --foreground: the signal reaches the command once (the trainer saves the step it is on)
-    timeout --foreground -s "$sig" "$limit" "$@" > "$out/$name.log" 2>&1
-    echo "$name: exit $? after $((SECONDS - t0)) s (limit $limit s): $*" >> "$out/env.txt"
-}
 bench=(benchmarks/gpu_step.py --steps 10)
 step bench_eager 100 TERM $py "${bench[@]}" --presets base big --no-compile --json "$out/bench_eager.json"
 step bench_compiled_base 170 TERM $py "${bench[@]}" --presets base --profile-top 25 \

@@ -1,10 +1,12 @@
-"""The README's GPU status quotes the GPU records; these tests keep the quotes true.
+"""The README's GPU status quotes the GPU records; these tests keep the quotes true, and the GPU check
+scripts fit the device time they are given.
 
 Chapter 5.2 reads the same records and asserts its own sentences; the README cannot run code, so
 its numbers are checked here against the logs they came from.
 """
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -48,3 +50,14 @@ def test_the_readme_quotes_the_compiled_step_times():
     log = read_log(SCHED / run("compiled, the paper's schedule")["train_log"])
     seconds = np.diff(log["elapsed_s"], prepend=0)
     assert quoted and [f"{s:.0f}" for s in seconds] == list(quoted.groups())
+
+
+def test_the_compile_check_fits_one_device_call_of_nine_minutes():
+    """scripts/gpu_compile.sh: every step bounded, the limits adding up to at most 9 minutes (540 s)."""
+    script = ROOT / "scripts" / "gpu_compile.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    text = script.read_text()
+    fixed = [int(s) for s in re.findall(r"^(?:step \S+|train \S+) (\d+)\b", text, re.M)]
+    assert len(fixed) == 4, fixed           # three benchmarks and the eager run
+    total = int(re.search(r"left=\$\(\( (\d+) - \(SECONDS - start\) \)\)", text).group(1))
+    assert sum(fixed) + 60 <= total <= 540  # the compiled run gets what is left, at least a minute
