@@ -186,8 +186,9 @@ def claims_by_verdict(records: dict, scale: int = LONG_SCALE
             keys = f"whose keys have {scaled_config(row, scale).d_k} dimensions here"
             if row in collapsed:
                 seeds = ", ".join(collapsed[row])
-                notes.append(f"rests on a collapsed run: {row}, seed {seeds}, which never "
-                             f"left the collapse" + (f" and {keys}" if row in distorted else ""))
+                also = f" and {keys}" if row in distorted else ""
+                notes.append(f"rests on a collapsed run: {row}, seed {seeds}, which "
+                             f"never left the collapse{also}")
             elif row in distorted:
                 notes.append(f"rests on {row}, {keys}")
         notes += ["provisional: a second seed to come"] if set(rows) & waiting else []
