@@ -216,10 +216,10 @@ def test_the_loop_gives_the_step_the_paper_s_loss_settings(straight, tmp_path, m
 
 
 def test_every_profile_of_the_book_is_named_in_one_table_and_runs_by_name(capsys):
-    """The paper's, the CPU runs', the Table 3 sweep's, the parser's and the zh-en runs'."""
+    """The paper's, the CPU runs', the Table 3 sweep's, the parser's and the zh-en run's."""
     from transformer.model import PRESETS
     assert {"wmt14-base", "wmt14-big", "multi30k-cpu", "tiny", "table3-cpu", "ptb-parse",
-            "ptb-parse-shared", "zh-en", "zh-en-tutorial"} <= set(PROFILES)
+            "ptb-parse-shared", "zh-en"} <= set(PROFILES)
     # the paper's runs are as long as their preset's train_steps (Table 3's column)
     assert PROFILES["wmt14-base"].max_steps == PRESETS["base"]["train_steps"]
     assert PROFILES["wmt14-big"].max_steps == PRESETS["big"]["train_steps"]

@@ -35,53 +35,6 @@ def test_missing_or_tiny_seed_corpora_are_named(tmp_path):
         load_split("zh-en", "train", tmp_path / "none")
 
 
-def test_the_zh_en_command_trains_both_runs_until_dev_stops_and_writes_its_record(tmp_path, monkeypatch):
-    """scripts/zh_en.py end to end, made small: the first 1,200 tutorial pairs, a 1-layer model, rounds
-    of 2 steps; a second call finds both runs done and writes the same choices."""
-    import json
-    import sys
-    from pathlib import Path
-
-    from tests.conftest import need_seed_folder
-    from transformer.corpora import data_dir
-    need_seed_folder("zh-en-seed", "en.txt", "cn.txt")
-    seed = tmp_path / "seed" / "zh-en-seed"
-    seed.mkdir(parents=True)
-    for name in ("en.txt", "cn.txt"):
-        lines = (data_dir() / "zh-en-seed" / name).read_text(encoding="utf-8").splitlines()
-        (seed / name).write_text("\n".join(lines[:1200]) + "\n", encoding="utf-8")
-    for name in ("en.test.txt", "cn.test.txt"):
-        lines = (data_dir() / "zh-en-seed" / name).read_text(encoding="utf-8").splitlines()
-        (seed / name).write_text("\n".join(lines[:40]) + "\n", encoding="utf-8")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    try:
-        import zh_en as script
-    finally:
-        sys.path.pop(0)
-    monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
-        model={"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16, "d_v": 16}, vocab_size=2200,
-        save_every_steps=2, eval_every=2, warmup_steps=2, round_steps=2, patience=1, min_rounds=1,
-        max_rounds=2))
-    monkeypatch.setattr(script, "BEAM", 2)
-    argv = ["--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results"),
-            "--seed-dir", str(tmp_path / "seed")]
-    script.main(argv)
-    record = json.loads((tmp_path / "results" / "results.json").read_text(encoding="utf-8"))
-    for corpus in ("zh-en", "zh-en-tutorial"):
-        r = record[corpus]
-        assert 1 <= len(r["dev_curve"]) <= 2 and r["chosen"]["dev_bleu"] == max(
-            p["dev_bleu"] for p in r["dev_curve"])
-        assert r["train_ppl"] > 1 and r["dev_ppl"] > 1 and 0 <= r["test_repeats"] <= 1
-        hyps = (tmp_path / "results" / f"{corpus}.test.zh").read_text(encoding="utf-8").splitlines()
-        assert len(hyps) == r["test_sentences"]
-    assert record["memorisation_gap"] == round(
-        record["zh-en-tutorial"]["test_bleu"] - record["zh-en"]["test_bleu"], 2)
-    assert {"date", "commit", "hardware", "command"} <= set(record)
-    script.main(argv)
-    again = json.loads((tmp_path / "results" / "results.json").read_text(encoding="utf-8"))
-    assert all(again[c]["dev_curve"] == record[c]["dev_curve"] for c in ("zh-en", "zh-en-tutorial"))
-
-
 def test_the_fit_mode_scores_one_model_on_seen_and_held_out_pairs(tmp_path, monkeypatch):
     """scripts/zh_en.py --fit made small: the cure read from the parser pilot's choice (refused without
     one), rounds until the model fits or FIT_ROUNDS, then one model scored on the tutorial's test pairs
@@ -112,7 +65,7 @@ def test_the_fit_mode_scores_one_model_on_seen_and_held_out_pairs(tmp_path, monk
     for name, value in (("BEAM", 2), ("FIT_ROUNDS", 2), ("SEEN_PER_ROUND", 5)):
         monkeypatch.setattr(script, name, value)
     pilot = tmp_path / "results" / "parsing-pilot"
-    argv = ["--fit", "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results" / "zh-en-fit"),
+    argv = ["--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results" / "zh-en-fit"),
             "--seed-dir", str(tmp_path / "seed"), "--pilot-results", str(pilot)]
     with pytest.raises(SystemExit, match="has none yet"):
         script.main(argv)
