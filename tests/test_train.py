@@ -286,6 +286,24 @@ def test_a_record_names_the_code_its_process_started_from(monkeypatch):
     assert record["commit"] == "0" * 40 and record["code_when_written"] == now
 
 
+def test_the_machines_of_a_run_resumed_elsewhere_are_all_named(tmp_path):
+    """A run trained partly on one machine and partly on another: machines_of gives each once, in the order
+    first used, with its starts, while record_run_info keeps adding this machine's starts."""
+    from transformer import runlog
+    from transformer.distributed import Runtime
+    from transformer.machine import hardware
+    gpu = {**hardware(), "cpu": "Another CPU", "gpu": "Some GPU"}
+    starts = [{"started": f"2026-01-0{day} 10:00:00 UTC", "device": device, "hardware": hw}
+              for day, (device, hw) in enumerate([("cpu", hardware()), ("cuda:0", gpu), ("cuda:0", gpu)], 1)]
+    (tmp_path / "run_info.json").write_text(json.dumps(starts))
+    runlog.record_run_info(tmp_path, Runtime())
+    machines = runlog.machines_of(tmp_path)
+    assert [(m["device"], m["hardware"]["gpu"], m["starts"]) for m in machines] == [("cpu", None, 2),
+                                                                                     ("cuda:0", "Some GPU", 2)]
+    assert machines[1]["first"] == "2026-01-02 10:00:00 UTC" and machines[1]["last"] == "2026-01-03 10:00:00 UTC"
+    assert machines[0]["first"] == "2026-01-01 10:00:00 UTC" and machines[0]["last"] > machines[1]["last"]
+
+
 @pytest.mark.slow
 def test_a_compiled_run_compiles_in_its_first_step_and_never_again(straight, tmp_path, monkeypatch):
     """The trainer's --compile on CPU inductor, batches in shape classes: every graph is compiled while the first

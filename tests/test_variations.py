@@ -224,6 +224,8 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     assert len(c1["dev_curve"]) == 2 and c1["config"]["N"] == 2 and c1["config"]["d_model"] == 64
     assert c1["steps"] == 2 * protocol["steps_per_epoch"] and c1["dev_ppl"] == c1["dev_curve"][-1]["dev_ppl"]
     assert load_records(results).keys() == {("base", 1), ("C1", 1)}
+    # a row trained here names the machine it trained on; the protocol's own run is read, not trained
+    assert [(m["device"], m["starts"]) for m in c1["trained_on"]] == [("cpu", 2)] and "trained_on" not in base
     # a row trained here keeps its last epoch's dev translations, and they re-score to its BLEU
     hyps = (results / "C1-seed1.dev.txt").read_text(encoding="utf-8").splitlines()
     refs = [t for _, t in load_split("multi30k", "dev", root)[:len(hyps)]]

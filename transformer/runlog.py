@@ -4,8 +4,9 @@
 
 __all__ = [
     "command_line", "git_commit", "CODE_PATHS", "uncommitted_changes", "code_state",
-    "CODE_AT_START", "provenance", "write_record", "record_run_info", "append_log", "truncate_log",
-    "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
+    "CODE_AT_START", "provenance", "write_record", "record_run_info", "machines_of", "append_log",
+    "truncate_log", "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS",
+    "TrainingLogs",
 ]
 
 import csv
@@ -122,6 +123,22 @@ def record_run_info(out_dir: str | Path, rt: "Runtime") -> None:
                  "world_size": rt.world, "hardware": hardware(),
                  "command": command_line()})
     info_path.write_text(json.dumps(runs, indent=1))
+
+
+def machines_of(out_dir: str | Path) -> list[dict]:
+    """The machines a run trained on, in the order it first used them, from its
+    run_info.json: each one's device and hardware, how many starts it had there, and
+    when the first and the last of them began. A results record's own hardware names
+    only the machine that wrote it; a run resumed elsewhere needs this too."""
+    machines = {}
+    for start in json.loads((Path(out_dir) / RUN_INFO).read_text()):
+        key = json.dumps([start["device"], start["hardware"]], sort_keys=True)
+        seen = machines.setdefault(key, {"device": start["device"],
+                                         "hardware": start["hardware"], "starts": 0,
+                                         "first": start["started"]})
+        seen["starts"] += 1
+        seen["last"] = start["started"]
+    return list(machines.values())
 
 
 def append_log(path: Path, fields: list[str], row: dict) -> None:

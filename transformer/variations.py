@@ -36,7 +36,7 @@ from transformer.paper import TABLE3
 from transformer.profiles import PROFILES, Profile
 from transformer.rounds import budget, train_in_rounds
 from transformer.run import RunInUse, dev_ppl_at, load_model, prepare_data, run_lock
-from transformer.runlog import write_record
+from transformer.runlog import machines_of, write_record
 from transformer.table3 import (CLAIMS, LONG_SCALE, NOISE_SEEDS, ROWS, SCALE, WIDTHS,
                                 check_row, load_records, record_path, scaled_config,
                                 second_seeds)
@@ -318,6 +318,8 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
         profile = profile.replace(name=f"{profile.name}-{diagnosis_name(changes)}")
     epochs = row_epochs(row, protocol)
     run = Path(runs_dir) / profile.name
+    # the machines it trained on, from the run folder: none for the protocol's own run
+    trained_on = {}
     if (row, seed) == ("base", 1) and not changes:
         curve = protocol["base_long"]["dev_curve"][:epochs]
     else:
@@ -325,6 +327,7 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
                              data_root, dev_sentences, progress=progress, log=log)
         write_dev_translations(run, out.with_suffix(".dev.txt"), profile.corpus,
                                data_root, dev_sentences)
+        trained_on = {"trained_on": machines_of(run)}
     cfg = TransformerConfig.preset(row, **profile.model)
     record = {
         "row": row, "seed": seed, "scale": LONG_SCALE, "config": asdict(cfg),
@@ -334,7 +337,7 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
         "parameters": Transformer(cfg, protocol["vocab"]).num_parameters(),
         "train_minutes": curve[-1]["train_minutes"],
         "eval_minutes": round(sum(p["eval_minutes"] for p in curve), 2),
-        "profile": asdict(profile),
+        "profile": asdict(profile), **trained_on,
     }
     return write_record(out, record, command)
 
