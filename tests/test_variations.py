@@ -408,6 +408,7 @@ def test_a_row_diagnosed_at_another_rate_trains_apart_from_the_sweep(tmp_path, m
 
     monkeypatch.setattr(variations, "train_epochs", fake_epochs)
     monkeypatch.setattr(variations, "write_dev_translations", lambda *a, **k: None)   # nothing trained
+    monkeypatch.setattr(variations, "machines_of", lambda run: [])                     # nor anywhere
     runs, results = tmp_path / "runs", tmp_path / "results"
     assert variations.records_dir(results, protocol, 0.25) == results      # the protocol's own rate
     assert variations.records_dir(results, protocol, 0.125) == results / "lr0.125"
@@ -437,6 +438,7 @@ def test_a_row_diagnosed_at_another_dropout_trains_apart_from_the_sweep(tmp_path
 
     monkeypatch.setattr(variations, "train_epochs", fake_epochs)
     monkeypatch.setattr(variations, "write_dev_translations", lambda *a, **k: None)   # nothing trained
+    monkeypatch.setattr(variations, "machines_of", lambda run: [])                     # nor anywhere
     runs, results = tmp_path / "runs", tmp_path / "results"
     assert variations.records_dir(results, protocol, P_drop=0.1) == results / "pdrop0.1"
     assert variations.records_dir(results, protocol, 0.125, 0.1) == results / "lr0.125-pdrop0.1"
