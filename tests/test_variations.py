@@ -450,6 +450,15 @@ def test_a_row_diagnosed_at_another_dropout_trains_apart_from_the_sweep(tmp_path
     assert record["config"]["P_drop"] == 0.1 and record["config"]["d_model"] == 1024 // LONG_SCALE
     assert load_records(results) == {}          # no verdict of the sweep reads it
     assert (runs / "taken" / "big-seed1-pdrop0.1").exists()
+    # the same, for fewer epochs than big's budget (3x the base row's): apart again
+    assert variations.records_dir(results, protocol, P_drop=0.1, epochs=3) == results / "pdrop0.1-epochs3"
+    variations.converged_sweep([("big", 1)], runs, results, None, "test", P_drop=0.1, epochs=3)
+    assert trained[-1] == (f"{name}-pdrop0.1-epochs3", 0.25, 0.1, f"{name}-pdrop0.1-epochs3")
+    short = json.loads((results / "pdrop0.1-epochs3" / "big-seed1.json").read_text())
+    assert short["epochs"] == 3 and len(short["dev_curve"]) == 3 and record["epochs"] == 6
+    assert short["outside_protocol"] == {"P_drop": 0.1, "epochs": 3}
+    assert record["outside_protocol"] == {"P_drop": 0.1}
+    assert (runs / "taken" / "big-seed1-pdrop0.1-epochs3").exists()
 
 
 def test_the_command_diagnoses_only_named_rows_of_the_converged_sweep(tmp_path, capsys):
@@ -461,6 +470,10 @@ def test_the_command_diagnoses_only_named_rows_of_the_converged_sweep(tmp_path, 
         with pytest.raises(SystemExit):
             main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
         assert "--p-drop" in capsys.readouterr().err
+    for argv in (["--epochs", "5"], ["big", "--short", "--epochs", "5"], ["big", "--epochs", "0"]):
+        with pytest.raises(SystemExit):
+            main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
+        assert "--epochs" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "runs").exists()
 
 

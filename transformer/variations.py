@@ -266,30 +266,33 @@ def row_epochs(row: str, protocol: dict) -> int:
 
 
 def off_protocol(protocol: dict, lr_factor: float | None = None,
-                 P_drop: float | None = None) -> dict:
+                 P_drop: float | None = None, epochs: int | None = None) -> dict:
     """What takes a run outside the protocol, to diagnose a row: a learning-rate factor
-    other than the chosen one, or a dropout rate set for the row. Empty: none."""
+    other than the chosen one, a dropout rate set for the row, or a number of epochs
+    set for the run instead of the row's budget. Empty: none."""
     changes = {}
     if lr_factor not in (None, protocol["chosen"]["lr_factor"]):
         changes["lr_factor"] = lr_factor
     if P_drop is not None:
         changes["P_drop"] = P_drop
+    if epochs is not None:
+        changes["epochs"] = epochs
     return changes
 
 
 def diagnosis_name(changes: dict) -> str:
-    """'lr0.125', 'pdrop0.1' or both joined by '-': the suffix of a diagnosis's runs
-    and the folder of its records; '' for the protocol itself."""
-    short = {"lr_factor": "lr", "P_drop": "pdrop"}
+    """'lr0.125', 'pdrop0.1', 'epochs60' or several joined by '-': the suffix of a
+    diagnosis's runs and the folder of its records; '' for the protocol itself."""
+    short = {"lr_factor": "lr", "P_drop": "pdrop", "epochs": "epochs"}
     return "-".join(f"{short[key]}{value}" for key, value in changes.items())
 
 
 def records_dir(results: str | Path, protocol: dict, lr_factor: float | None = None,
-                P_drop: float | None = None) -> Path:
+                P_drop: float | None = None, epochs: int | None = None) -> Path:
     """Where a run's record goes: `results` under the protocol; a run outside it, a
     diagnosis of one row, has its record in results/<diagnosis_name>, where no verdict
     of the sweep reads it."""
-    name = diagnosis_name(off_protocol(protocol, lr_factor, P_drop))
+    name = diagnosis_name(off_protocol(protocol, lr_factor, P_drop, epochs))
     return Path(results) / name if name else Path(results)
 
 
@@ -299,16 +302,18 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
                    data_root: str | Path | None = None,
                    dev_sentences: int | None = None, progress: bool = True,
                    command: str | None = None, log: Callable[[str], None] = print,
-                   lr_factor: float | None = None, P_drop: float | None = None) -> dict:
+                   lr_factor: float | None = None, P_drop: float | None = None,
+                   epochs: int | None = None) -> dict:
     """Train (or resume) one row for its budget of epochs, with a dev point per epoch;
     write and return its record. The base row's first seed is the protocol's own run,
     whose first epochs it reads. Outside the protocol (an lr_factor other than the
-    protocol's, or a P_drop of its own), the run is named for its diagnosis (as the
-    pilot's runs are for their rates), and continues such a run if there is one."""
+    protocol's, a P_drop of its own, or `epochs` instead of the budget), the run is
+    named for its diagnosis (as the pilot's runs are for their rates), continues such a
+    run if there is one, and its record names the changes (`outside_protocol`)."""
     out = record_path(results_dir, row, seed)
     if out.exists():
         return json.loads(out.read_text())
-    changes = off_protocol(protocol, lr_factor, P_drop)
+    changes = off_protocol(protocol, lr_factor, P_drop, epochs)
     base = LONG.replace(lr_factor=changes.get("lr_factor",
                                               protocol["chosen"]["lr_factor"]))
     profile = row_profile(row, seed, base, LONG_SCALE)
@@ -316,7 +321,7 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
         profile = profile.replace(model={**profile.model, "P_drop": P_drop})
     if changes:
         profile = profile.replace(name=f"{profile.name}-{diagnosis_name(changes)}")
-    epochs = row_epochs(row, protocol)
+    epochs = changes.get("epochs", row_epochs(row, protocol))
     run = Path(runs_dir) / profile.name
     # the machines it trained on, from the run folder: none for the protocol's own run
     trained_on = {}
@@ -338,6 +343,7 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
         "train_minutes": curve[-1]["train_minutes"],
         "eval_minutes": round(sum(p["eval_minutes"] for p in curve), 2),
         "profile": asdict(profile), **trained_on,
+        **({"outside_protocol": changes} if changes else {}),
     }
     return write_record(out, record, command)
 
@@ -359,22 +365,23 @@ def claims_first(plan: list[tuple[str, int]]) -> list[tuple[str, int]]:
 
 def converged_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str | Path,
                     data_dir: str | Path | None, command: str | None,
-                    lr_factor: float | None = None, P_drop: float | None = None
-                   ) -> None:
+                    lr_factor: float | None = None, P_drop: float | None = None,
+                    epochs: int | None = None) -> None:
     """The protocol, then every (row, seed) of plan and the second seeds the records
     ask for, the rows of the paper's claims first; each run resumes where it was
     stopped. Once the protocol is decided, several processes can share the sweep: each
     takes the first run that no other process holds. With an lr_factor other than the
-    protocol's, or a P_drop, the runs of plan alone, so changed, outside the protocol
-    (records_dir)."""
+    protocol's, a P_drop or a number of epochs, the runs of plan alone, so changed,
+    outside the protocol (records_dir)."""
     protocol = choose_budget(runs, results, data_dir, command=command)
-    changes = off_protocol(protocol, lr_factor, P_drop)
-    out = records_dir(results, protocol, lr_factor, P_drop)
+    changes = off_protocol(protocol, lr_factor, P_drop, epochs)
+    out = records_dir(results, protocol, lr_factor, P_drop, epochs)
     suffix = f"-{diagnosis_name(changes)}" if changes else ""
     print(f"budget: {protocol['budget_epochs']} epochs of "
           f"{protocol['steps_per_epoch']} steps, lr_factor "
           f"{changes.get('lr_factor', protocol['chosen']['lr_factor'])}"
           + (f", P_drop {P_drop}" if "P_drop" in changes else "")
+          + (f", {epochs} epochs for every row named" if "epochs" in changes else "")
           + (f" (outside the protocol; records in {out})" if changes else ""),
           flush=True)
     while True:
@@ -392,7 +399,7 @@ def converged_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str 
                           flush=True)
                     record = run_row_epochs(row, seed, protocol, runs, out, data_dir,
                                             command=command, lr_factor=lr_factor,
-                                            P_drop=P_drop)
+                                            P_drop=P_drop, epochs=epochs)
                 break
             except RunInUse:
                 busy += 1                   # another process is training it
@@ -414,6 +421,7 @@ EXAMPLES = """examples:
   python -m transformer.variations base:4 A1:3       # more seeds of a row, in the sweep
   python -m transformer.variations --short           # the 400-step sweep, every row
   python -m transformer.variations big --p-drop 0.1  # a diagnosis, outside the protocol
+  python -m transformer.variations big --p-drop 0.1 --epochs 60   # the same, shorter
 
 Records go to results/table3 (one JSON per row and seed); the same command resumes."""
 
@@ -450,14 +458,20 @@ def build_parser() -> argparse.ArgumentParser:
                              "instead of their own: runs outside the protocol, to "
                              "diagnose a row, with their records in "
                              "RESULTS/pdrop<rate>, apart from the sweep's")
+    parser.add_argument("--epochs", type=positive_int,
+                        help="train the rows named (seed 1) for this many epochs "
+                             "instead of their budget: runs outside the protocol, "
+                             "with their records in RESULTS/epochs<N> (after the "
+                             "other changes' names, if any)")
     return parser
 
 
 def _check_diagnosis(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse (parser.error) --lr-factor or --p-drop without named rows or with
-    --short, a learning-rate factor that is not positive, and a dropout rate outside
-    [0, 1)."""
-    for flag, value in (("--lr-factor", args.lr_factor), ("--p-drop", args.p_drop)):
+    """Refuse (parser.error) --lr-factor, --p-drop or --epochs without named rows or
+    with --short, a learning-rate factor that is not positive, and a dropout rate
+    outside [0, 1)."""
+    for flag, value in (("--lr-factor", args.lr_factor), ("--p-drop", args.p_drop),
+                        ("--epochs", args.epochs)):
         if value is not None and (args.short or not args.rows):
             parser.error(f"{flag} diagnoses rows of the converged sweep: name them, "
                          f"without --short")
@@ -468,15 +482,16 @@ def _check_diagnosis(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 
 def list_runs(plan: list[tuple[str, int]], results: str | Path,
-              lr_factor: float | None = None, P_drop: float | None = None) -> None:
+              lr_factor: float | None = None, P_drop: float | None = None,
+              epochs: int | None = None) -> None:
     """Print, for each (row, seed) of plan and each second seed the records ask for,
     whether its record is in `results` yet (for a diagnosis, once the protocol is
     decided, in its own folder: records_dir)."""
     protocol_path = Path(results) / "protocol.json"
-    diagnosis = lr_factor is not None or P_drop is not None
+    diagnosis = (lr_factor, P_drop, epochs) != (None, None, None)
     if diagnosis and protocol_path.exists():
         results = records_dir(results, json.loads(protocol_path.read_text()),
-                              lr_factor, P_drop)
+                              lr_factor, P_drop, epochs)
     for row, seed in plan + second_seeds(load_records(results)):
         path = record_path(results, row, seed)
         print(f"{row:5} seed {seed}: {'done' if path.exists() else 'to run'}")
@@ -497,7 +512,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_diagnosis(parser, args)
-    diagnosis = args.lr_factor is not None or args.p_drop is not None
+    diagnosis = (args.lr_factor, args.p_drop, args.epochs) != (None, None, None)
     suffix = "-short" if args.short else ""
     runs = args.runs or f"runs/table3{suffix}"
     results = args.results or f"results/table3{suffix}"
@@ -512,7 +527,7 @@ def main(argv: list[str] | None = None) -> None:
         plan = [(row, seed) for row, seed in plan
                 if seed == 1 or f"{row}:{seed}" in args.rows]
     if args.list:
-        list_runs(plan, results, args.lr_factor, args.p_drop)
+        list_runs(plan, results, args.lr_factor, args.p_drop, args.epochs)
         return
     keep_freed_memory()
     command = " ".join(["python -m transformer.variations", *(argv or sys.argv[1:])])
@@ -525,7 +540,7 @@ def main(argv: list[str] | None = None) -> None:
         # came in ignored
         with StopRequest():
             converged_sweep(plan, runs, results, args.data_dir, command,
-                            args.lr_factor, args.p_drop)
+                            args.lr_factor, args.p_drop, args.epochs)
     except KeyboardInterrupt:
         sys.exit(f"interrupted; {again}")
     except SystemExit as stop:
