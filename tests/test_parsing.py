@@ -389,3 +389,36 @@ def test_the_constraint_allows_every_gold_tree_and_refuses_a_plain_vocabulary(tr
     plain = train_bpe([(" ".join(w), " ".join(t)) for w, t in map(linearize, TREES)] * 30, vocab_size=300)
     with pytest.raises(ValueError, match="whole tree symbols"):
         TreeConstraint(plain, max_extra=300)
+
+
+def test_opening_tags_count_brackets_that_open_at_their_head_word():
+    from transformer.parsing import opening_tags
+    gold = T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .))")
+    # the same labels, every bracket one word to the right of where it belongs
+    shifted = T("(S (NP (DT the) (NN cat) (VBD sat)) (VP (IN on) (PP (DT the) (NP (NN mat)))) (. .))")
+    assert opening_tags([gold], [gold]) == {"PP": {"brackets": 1, "opening": 1},
+                                            "VP": {"brackets": 1, "opening": 1},
+                                            "SBAR": {"brackets": 0, "opening": 0}}
+    assert opening_tags([gold], [shifted])["PP"] == {"brackets": 1, "opening": 0}
+    assert opening_tags([gold], [shifted])["VP"] == {"brackets": 1, "opening": 0}
+    # the gold tags decide, not the tree's own, and punctuation before the head does not count
+    quoted = T("(S (NP (NNS cats)) (VP (VBP sit) (PP (`` ``) (IN on) (NP (NNS mats)))))")
+    retagged = T("(S (NP (X cats)) (VP (X sit) (PP (X ``) (X on) (NP (X mats)))))")
+    assert opening_tags([quoted], [retagged])["PP"] == {"brackets": 1, "opening": 1}
+    assert opening_tags([gold], [None])["PP"]["brackets"] == 0       # a sentence without a tree
+    with pytest.raises(ValueError):
+        opening_tags([gold, gold], [gold])
+
+
+def test_f1_by_length_and_sentences_as_good_as_a_reference():
+    from transformer.parsing import LENGTH_BINS, as_good_as, f1_by_length, flat_tree
+    short = TOY[1]                                                    # 4 words
+    long_ = T("(S " + " ".join(["(NP (DT a) (NN dog))"] * 6) + " (VP (VBD ran)))")     # 13 words
+    rows = f1_by_length([short, long_], [short, flat_tree(long_.pos())])
+    assert [r["words"] for r in rows] == ["1-10", "11-20", "21-30", "31-40", "41+"]
+    assert len(rows) == len(LENGTH_BINS) and [r["sentences"] for r in rows] == [1, 1, 0, 0, 0]
+    assert rows[0]["f1"] == pytest.approx(100.0) and rows[1]["f1"] < 100 and rows[2]["f1"] is None
+    flat = [flat_tree(t.pos()) for t in TOY]
+    assert as_good_as(TOY, TOY, flat) == len(TOY)                    # gold beats the floor everywhere
+    assert as_good_as(TOY, flat, flat) == len(TOY)                   # a tie counts as at least as good
+    assert as_good_as(TOY, flat, list(TOY)) == 0

@@ -8,7 +8,8 @@ __all__ = [
     "clean_tree", "wsj_number", "file_split", "is_tree", "read_treebank", "repair", "parse_output",
     "PUNCTUATION_TAGS", "IGNORED_LABELS", "EQUAL_LABELS", "brackets", "with_tags", "bracket_scores",
     "prepare_ptb", "TreeConstraint", "flat_tree", "right_branching_tree", "grammar_tree", "PCFG",
-    "pcfg_parse", "train_tagger",
+    "pcfg_parse", "train_tagger", "OPENING_TAGS", "opening_tags", "LENGTH_BINS", "f1_by_length",
+    "as_good_as",
 ]
 
 import re
@@ -557,3 +558,67 @@ def train_tagger(trees: list[Tree], seed: int = 1) -> object:
     finally:
         random.setstate(state)
     return tagger
+
+
+# The gold tags of a constituent's first word when the bracket opens where its head
+# says it should: a PP at its preposition, a VP at its verb, an SBAR at its
+# complementiser.
+OPENING_TAGS = {"PP": {"IN", "TO"},
+                "VP": {"VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "MD", "TO"},
+                "SBAR": {"IN", "WDT", "WP", "WP$", "WRB"}}
+
+
+def opening_tags(gold_trees: list[Tree], trees: list[Tree | None]
+                 ) -> dict[str, dict[str, int]]:
+    """Per label of OPENING_TAGS: how many constituents `trees` have with it, and how
+    many of them open at a word whose gold tag is one of the label's. Punctuation does
+    not count for evalb, so a bracket opens at its first word that is not
+    punctuation."""
+    counts = {label: {"brackets": 0, "opening": 0} for label in OPENING_TAGS}
+
+    def walk(t, start, tags):
+        if isinstance(t[0], str):
+            return start + 1
+        end = start
+        for child in t:
+            end = walk(child, end, tags)
+        if t.label() in counts:
+            first = next((i for i in range(start, end)
+                          if tags[i] not in PUNCTUATION_TAGS), start)
+            counts[t.label()]["brackets"] += 1
+            counts[t.label()]["opening"] += tags[first] in OPENING_TAGS[t.label()]
+        return end
+
+    for gold, tree in zip(gold_trees, trees, strict=True):
+        if tree is not None:
+            walk(tree, 0, [tag for _, tag in gold.pos()])
+    return counts
+
+
+# words in the sentence, both ends included
+LENGTH_BINS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, None))
+
+
+def f1_by_length(gold_trees: list[Tree], trees: list[Tree | None]
+                 ) -> list[dict[str, object]]:
+    """Bracket F1 over the sentences of each LENGTH_BINS range (words, punctuation
+    included), with how many sentences each range holds."""
+    rows = []
+    for lo, hi in LENGTH_BINS:
+        keep = [i for i, g in enumerate(gold_trees)
+                if lo <= len(g.leaves()) and (hi is None or len(g.leaves()) <= hi)]
+        f1 = bracket_scores([gold_trees[i] for i in keep],
+                            [trees[i] for i in keep])["f1"] if keep else None
+        rows.append({"words": f"{lo}-{hi}" if hi else f"{lo}+", "sentences": len(keep),
+                     "f1": f1})
+    return rows
+
+
+def as_good_as(gold_trees: list[Tree], trees: list[Tree | None],
+               reference: list[Tree | None]) -> int:
+    """On how many sentences `trees` score at least the F1 of `reference`, sentence by
+    sentence."""
+    def f1(gold, tree):
+        return bracket_scores([gold], [tree])["f1"]
+    return sum(f1(g, t) >= f1(g, r)
+               for g, t, r in zip(gold_trees, trees, reference, strict=True))
