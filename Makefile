@@ -52,8 +52,10 @@ LAB_ARGS ?=
 lab: $(LAB_STAMP)
 	$(VENV)/bin/jupyter lab book/ $(LAB_ARGS)
 
+# then the code itself into the site (_build/html/downloads/): the source archive, the wheel, the model
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build -W -n --keep-going .
+	$(PY) tools/site_downloads.py _build/html
 
 execute: $(STAMP)
 	$(PY) tools/execute_book.py

@@ -1,5 +1,6 @@
 """Appendix A's result: the English->Chinese task of a widely read PyTorch tutorial, one model trained
-until it knows its training pairs, then scored on pairs it trained on and on pairs it never saw.
+until it fits its training pairs (perplexity on them at most 3), then scored on pairs it trained on and
+on pairs it never saw.
 
     python scripts/zh_en.py          # prepares the splits, trains (or resumes) the model, scores it
 
@@ -95,7 +96,8 @@ def fit_score(dev, seen):
 
 
 def fits(curve):
-    """The stop rule of --fit: the last round knows its training pairs."""
+    """The stop rule of --fit: the last round fits its training pairs (perplexity on them at most FIT_PPL,
+    or FIT_EXACT of them reproduced word for word)."""
     last = curve[-1] if curve else None
     if last and (last["seen_exact"] >= FIT_EXACT or last["seen_ppl"] <= FIT_PPL):
         return f"fits its training pairs (exact {last['seen_exact']:.0%}, perplexity {last['seen_ppl']})"

@@ -165,6 +165,9 @@ def whole_book(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("whole_book")
     log = build_book(REPO, "--path-output", str(out))
     assert "Executing" not in log, "the build executed a notebook: it must render the stored outputs"
+    # and, as `make book` does, the code into the site
+    subprocess.run([sys.executable, str(REPO / "tools" / "site_downloads.py"), str(out / "_build" / "html")],
+                   check=True, capture_output=True)
     return out / "_build" / "html"
 
 

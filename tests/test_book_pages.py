@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import subprocess
 from html.parser import HTMLParser
@@ -185,6 +186,30 @@ def test_no_page_speaks_of_how_the_book_was_made(whole_book):
     found = {p.stem: sorted(set(MAKING_OF.findall(visible_text(p)))) for p in pages(whole_book)}
     found = {k: v for k, v in found.items() if v}
     assert not found, f"words about the book's making: {found}"
+
+
+# words that date a sentence: true the day it was written, wrong once the work has moved on
+DATING = re.compile(r"\b(today's|now holds|once it is|records so far|fare so far|for now|currently|"
+                    r"at present|at the time of writing|as of now|not published at a public address yet)\b",
+                    re.I)
+
+
+def test_no_page_dates_itself(whole_book):
+    """Unless the page says that a record is still in progress, its sentences hold whenever they are read."""
+    found = {}
+    for page in pages(whole_book):
+        text = " ".join(visible_text(page).replace("\u2019", "'").split())
+        if "in progress" not in text.lower():
+            hits = sorted({m.lower() for m in DATING.findall(text)})
+            if hits:
+                found[page.stem] = hits
+    assert not found, f"words that date the page: {found}"
+
+
+def test_the_dating_check_sees_dating_words():
+    assert DATING.findall("today's command; the profile now holds it; records so far: 3") == [
+        "today's", "now holds", "records so far"]
+    assert not DATING.findall("the best hypothesis so far; the profile holds that setting")
 
 
 def test_the_path_check_sees_machine_paths():
@@ -402,3 +427,59 @@ def run_in_browser(chromium, root: Path, wrapper: str, tmp_path: Path) -> list[d
     assert found and found.group(1) != "pending", (
         f"no verdict from the browser (exit {result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
     return json.loads(html.unescape(found.group(1)))
+
+
+# ---------------------------------------------------------------- the code, from the site --
+
+def git_out(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_the_site_carries_the_repository_at_its_commit(whole_book):
+    import hashlib
+    import tarfile
+    downloads, commit = whole_book / "downloads", git_out("rev-parse", "HEAD")
+    *sums, last = (downloads / "SHA256SUMS").read_text().splitlines()
+    assert last.startswith(f"# commit {commit}")
+    for line in sums:
+        digest, name = line.split("  ")
+        assert hashlib.sha256((downloads / name).read_bytes()).hexdigest() == digest, name
+    assert {line.split("  ")[1] for line in sums} == {"SHA256SUMS", "model.pt", "transformer-source.tar.gz",
+                                                      "transformer-0.1.0-py3-none-any.whl"} - {"SHA256SUMS"}
+    with tarfile.open(downloads / "transformer-source.tar.gz") as tar:
+        members = [m for m in tar.getmembers() if not m.isdir()]
+    assert {m.name.split("/", 1)[0] for m in members} == {f"transformer-{commit[:12]}"}
+    assert {m.name.split("/", 1)[1] for m in members} == set(git_out("ls-tree", "-r", "--name-only",
+                                                                     "HEAD").splitlines())
+    # the pages link what is there
+    for page in ("index", "getting_the_code"):
+        text = (whole_book / "book" / f"{page}.html").read_text(encoding="utf-8")
+        assert 'href="../downloads/transformer-source.tar.gz"' in text, page
+
+
+def test_the_wheel_from_the_site_installs_and_translates(whole_book, tmp_path):
+    """A fresh virtual environment gets the package from the site's wheel alone (its dependencies, torch
+    among them, are lent from the book's environment so that nothing is downloaded) and translates with
+    the site's model file, away from the repository."""
+    import sys
+    downloads, venv = whole_book / "downloads", tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    (site_packages,) = (venv / "lib").glob("python3*/site-packages")
+    lent = [p for p in sys.path if p.endswith("site-packages")]
+    (site_packages / "lent_dependencies.pth").write_text("\n".join(lent) + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                    "--no-index", str(downloads / "transformer-0.1.0-py3-none-any.whl")], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run([str(python), "-c", "import transformer; print(transformer.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert where.startswith(str(site_packages)), where        # the wheel's copy, not the repository's
+    done = subprocess.run([str(python), "-m", "transformer.translate", str(downloads / "model.pt"), "--beam", "1"],
+                          input="Two dogs play in the snow.\n", cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    from transformer.translate import Translator
+    expected = Translator.from_run(REPO / "results" / "multi30k-cpu" / "model.pt", beam_size=1).translate(
+        "Two dogs play in the snow.")
+    assert done.stdout.strip() == expected and expected

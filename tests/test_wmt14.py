@@ -420,7 +420,7 @@ def test_interrupted_download_leaves_no_final_file(tmp_path, monkeypatch, error)
     with pytest.raises(RuntimeError, match=r"could not download http://example\.invalid/big\.tgz"):
         download("http://example.invalid/big.tgz", dest, progress=False)
     assert not dest.exists()
-    assert not dest.with_name("big.tgz.part").exists()
+    assert list(dest.parent.iterdir()) == []          # no temporary file left either
 
 
 def test_killed_download_then_retry(tmp_path, monkeypatch):
@@ -429,14 +429,16 @@ def test_killed_download_then_retry(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         download("http://example.invalid/big.tgz", dest, progress=False)
     assert list(dest.parent.iterdir()) == []
-    # A hard kill (SIGKILL) can leave a .part behind; it must not count as done.
-    dest.with_name("big.tgz.part").write_bytes(b"stale")
+    # A hard kill (SIGKILL) can leave a temporary file behind; it must not count as done, and a file
+    # that merely has a temporary-looking name is not the downloader's to take or delete.
+    stale = dest.with_name(".big.tgz.abcd1234.part")
+    stale.write_bytes(b"stale")
     monkeypatch.undo()
     src = tmp_path / "big.tgz"
     src.write_bytes(b"complete")
     download(src.as_uri(), dest, progress=False)
     assert dest.read_bytes() == b"complete"
-    assert list(dest.parent.iterdir()) == [dest]
+    assert sorted(dest.parent.iterdir()) == sorted([dest, stale]) and stale.read_bytes() == b"stale"
 
 
 # --------------------------------------------------------------- checksums --

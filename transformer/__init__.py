@@ -24,6 +24,7 @@ trees as sequences, evalb-style F1), transformer.vision (the encoder on image pa
 transformer.paper (the paper's reported numbers, typed in once).
 """
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 from transformer.data import Vocab
 from transformer.decode import beam_search, greedy_decode
@@ -36,6 +37,10 @@ from transformer.feed_forward import PositionwiseFeedForward
 from transformer.layers import Decoder, DecoderLayer, Encoder, EncoderLayer, SublayerConnection
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
+
+if TYPE_CHECKING:      # what __getattr__ loads on first use, as type checkers should see it
+    from transformer.run import load_model
+    from transformer.translate import Translator
 
 try:
     __version__ = version("transformer")

@@ -110,7 +110,9 @@ def converged_table3(protocol: dict, records: dict) -> dict:
         scale=f"widths/{protocol['scale']}, {LONG.train_pairs:,} pairs of Multi30k, "
               f"{protocol['budget_epochs']} epochs per row and 3x for big, lr factor "
               f"{protocol['chosen']['lr_factor']} chosen on dev BLEU",
-        hardware=protocol["hardware"], command=protocol["command"])
+        # every machine its records trained on, not only the one that ran the protocol
+        hardware=[protocol["hardware"], *(r["hardware"] for r in records.values())],
+        command=protocol["command"])
 
 
 def _parsing_row(results: Path) -> dict | None:
@@ -170,6 +172,8 @@ def ledger(results: str | Path) -> list[dict]:
         if row is not None:
             rows.append(row)
     for row in rows:
-        row["gpu"] = row["hardware"].get("gpu")
-        row["hardware"] = hardware_line(row["hardware"])
+        # a row's machine, or the machines its records were made on
+        machines = row["hardware"] if isinstance(row["hardware"], list) else [row["hardware"]]
+        row["gpu"] = next((m["gpu"] for m in machines if m.get("gpu")), None)
+        row["hardware"] = "; ".join(dict.fromkeys(hardware_line(m) for m in machines))
     return rows

@@ -4,16 +4,19 @@
 section 5.1)."""
 
 __all__ = [
-    "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "atomic_file", "clean_pairs",
-    "PAD", "UNK", "BOS", "EOS", "Vocab", "train_bpe", "atomic_write_bytes", "TokenArray",
-    "ParallelData", "encode_pairs", "token_batches", "collate", "BatchStream", "split_batch",
-    "accumulation_steps", "padded_length", "batch_shape",
+    "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "atomic_file", "read_json",
+    "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "train_bpe", "atomic_write_bytes",
+    "TokenArray", "ParallelData", "encode_pairs", "token_batches", "collate", "BatchStream",
+    "split_batch", "accumulation_steps", "padded_length", "batch_shape",
 ]
 
 import contextlib
+import json
 import math
 import os
 import random
+import stat
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,17 +77,41 @@ def atomic_file(dest: str | Path, suffix: str = ".part") -> Iterator[Path]:
     """A temporary path beside `dest` that is renamed to `dest` only when the block
     completes.
 
-    A rename is atomic, so a write that is killed or fails half-way never leaves a file
-    under the final name (which a "skip if it exists" rule would then trust); the
-    temporary file is removed either way.
+    A rename is atomic, so a write that is killed or fails half-way (a full disk, say)
+    never leaves a file under the final name, and the file it replaces stays whole. The
+    temporary name is unique (".NAME.XXXXXXXX" + suffix), so two writers of the same
+    `dest` never share it and no file of the user's is taken for it; it is removed
+    either way. A link at `dest` is written through, and the file keeps its permissions.
     """
     dest = Path(dest)
-    tmp = dest.with_name(dest.name + suffix)
+    if dest.is_symlink():
+        dest = dest.resolve()
+    fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix, dir=dest.parent)
+    os.close(fd)
+    tmp = Path(name)
     try:
         yield tmp
+        if dest.exists():
+            mode = stat.S_IMODE(dest.stat().st_mode)
+        else:                       # mkstemp's 0600, or what a new file gets
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def read_json(path: str | Path, advice: str) -> object:
+    """The JSON value in `path`; a damaged file raises a ValueError that names it and
+    says what to do (`advice`), instead of the parser's bare line and column."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is damaged ({err}): it was cut short or edited; "
+                         f"{advice}") from None
 
 
 def clean_pairs(pairs: Iterable[tuple[str, str]], max_words: int = 250,

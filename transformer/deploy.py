@@ -245,9 +245,9 @@ class CTranslate2Model:
 
 
 EXAMPLES = """examples:
-  python -m transformer.deploy runs/m30k ct2-m30k                 # a CTranslate2 folder
-  python -m transformer.deploy m30k.pt ct2-m30k --quantization int8
   python -m transformer.deploy runs/m30k m30k.pt --pack           # one model file
+  python -m transformer.deploy runs/m30k ct2-m30k                 # a CTranslate2 folder
+  python -m transformer.deploy m30k.pt ct2-int8 --quantization int8   # from the file
 
 python -m transformer.translate ct2-m30k (or m30k.pt) then translates with it."""
 

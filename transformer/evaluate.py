@@ -6,7 +6,7 @@ sentence, and the evaluation of a run (paper section 6.1)."""
 __all__ = [
     "check_parallel", "sacre_bleu", "split_compounds", "tokenized_bleu", "attention_maps",
     "encoder_similarity", "COLLAPSED", "positive_int", "length_penalty_alpha", "check_writable",
-    "write_lines", "evaluate_run", "EXAMPLES", "main",
+    "is_standard_input", "write_lines", "evaluate_run", "EXAMPLES", "main",
 ]
 
 import argparse
@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterable
@@ -23,12 +24,12 @@ import torch
 import torch.nn.functional as F
 
 from transformer.checkpoint import CheckpointError
-from transformer.corpora import load_split, split_paths
+from transformer.corpora import DownloadError, load_split, split_paths
 from transformer.data import EOS, Vocab, atomic_file, read_lines
 from transformer.decode import ALPHA, BEAM, check_search, decoding, translate
 from transformer.machine import resolve_device
 from transformer.model import Transformer
-from transformer.run import load_model, run_profile
+from transformer.run import check_not_ctranslate2, load_model, run_profile
 
 
 def check_parallel(hyps: list[str], refs: list[str]) -> None:
@@ -65,8 +66,10 @@ def tokenized_bleu(hyps: Iterable[str], refs: Iterable[str]) -> tuple[float, str
     check_parallel(hyps, refs)
     tok = Tokenizer13a()
     prep = lambda xs: [split_compounds(tok(x)) for x in xs]
-    score = sacrebleu.metrics.BLEU(tokenize="none").corpus_score(prep(hyps),
-                                                                 [prep(refs)])
+    # force: the text is tokenised on purpose here, so sacreBLEU's warning that the
+    # user forgot to detokenise (100 lines ending in " .") would blame the user's files
+    score = sacrebleu.metrics.BLEU(tokenize="none", force=True).corpus_score(
+        prep(hyps), [prep(refs)])
     return score.score, ("tokenised BLEU: 13a tokens + ##AT## compound splitting, "
                          "tok:none")
 
@@ -143,8 +146,10 @@ def length_penalty_alpha(text: str) -> float:
 
 
 def check_writable(path: str | Path, reads: Iterable[str | Path] = ()) -> None:
-    """Refuse an output file that cannot be written, or that is one of the files the
-    command reads (`reads`: writing it would empty the input), before any long work."""
+    """Refuse, before any long work, an output file that cannot be written or that would
+    replace what the command reads (`reads`: input files, a model file, a run folder,
+    and "-" for standard input): the output may not be one of them, nor lie inside a
+    folder among them."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name")
@@ -157,10 +162,30 @@ def check_writable(path: str | Path, reads: Iterable[str | Path] = ()) -> None:
                                           and not os.access(path, os.W_OK)):
         raise ValueError(f"cannot write {path}: permission denied")
     for source in reads:
-        if path.exists() and Path(source).exists() and os.path.samefile(path, source):
+        if str(source) == "-":
+            if path.exists() and is_standard_input(path):
+                raise ValueError(f"{path} is also the standard input: writing it would "
+                                 "destroy the sentences before they are read; give "
+                                 "another output file")
+            continue
+        source = Path(source)
+        if source.is_dir() and source.resolve() in path.resolve().parents:
+            raise ValueError(f"{path} is inside {source}, which the command reads: "
+                             "writing there could replace a file of the model or of "
+                             "its run; give a file outside it")
+        if path.exists() and source.exists() and os.path.samefile(path, source):
             raise ValueError(f"{path} is also the input {source}: writing it would "
-                             f"destroy the sentences before they are read; give "
-                             f"another output file")
+                             "destroy it before it is read; give another output "
+                             "file")
+
+
+def is_standard_input(path: Path) -> bool:
+    """Whether the process's standard input is the file `path` (`< path`)."""
+    try:
+        status = os.fstat(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):    # no standard input at all
+        return False
+    return stat.S_ISREG(status.st_mode) and os.path.samestat(status, path.stat())
 
 
 def write_lines(lines: Iterable[str], path: str | Path) -> None:
@@ -180,6 +205,7 @@ def evaluate_run(run_dir: str | Path, split: str = "test",
     """Translate `split` of the run's corpus (or the line-aligned files src and ref)
     and score it. Returns a dict of metrics and the translations."""
     check_search(beam_size, alpha, 20000)
+    check_not_ctranslate2(run_dir)
     if (src is None) != (ref is None):
         raise ValueError("give both a source file and a reference file, or neither")
     if src is not None:
@@ -254,23 +280,29 @@ def main(argv: list[str] | None = None) -> None:
     try:
         device = resolve_device(args.device)
         if args.hyps:
-            check_writable(args.hyps, [p for p in (args.src, args.ref) if p])
+            check_writable(args.hyps, [p for p in (args.src, args.ref, args.run_dir)
+                                       if p])
         result = evaluate_run(args.run_dir, args.split or "test", args.average,
                               args.beam, args.alpha, args.data_dir, device=device,
                               src=args.src, ref=args.ref)
-    except (CheckpointError, ValueError, FileNotFoundError) as err:
+    except (CheckpointError, DownloadError, ValueError, FileNotFoundError) as err:
         # the request, not its spelling, is wrong: the error alone, without the usage
         parser.exit(2, f"{parser.prog}: error: {err}\n")
-    if args.hyps:
-        write_lines(result["hypotheses"], args.hyps)
+    # the score first: a file that cannot be written must not cost the translating
     print(json.dumps({k: v for k, v in result.items()
                       if k not in ("sources", "references", "hypotheses")},
                      indent=1))
     print(f"BLEU {result['sacrebleu']:.1f} (sacreBLEU, cased; "
           f"{result['sacrebleu_lowercase']:.1f} lowercased) on {result['sentences']} "
           f"sentences of {result['split']}, beam {result['beam_size']}, averaging "
-          f"{len(result['checkpoints'])} checkpoint(s)"
-          + (f"; translations in {args.hyps}" if args.hyps else ""), file=sys.stderr)
+          f"{len(result['checkpoints'])} checkpoint(s)", file=sys.stderr, flush=True)
+    if args.hyps:
+        try:
+            write_lines(result["hypotheses"], args.hyps)
+        except OSError as err:
+            parser.exit(1, f"{parser.prog}: error: cannot write {args.hyps}: "
+                           f"{err.strerror or err} (the scores above stand)\n")
+        print(f"translations in {args.hyps}", file=sys.stderr)
 
 
 if __name__ == "__main__":

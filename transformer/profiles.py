@@ -109,7 +109,7 @@ def _check_profile(p: Profile) -> TransformerConfig:
     if p.preset not in PRESETS:
         raise ValueError(f"profile {p.name}: unknown preset {p.preset!r}; "
                          f"choose one of {', '.join(PRESETS)}")
-    for key in ("max_steps", "save_every_steps", "eval_every", "keep_last",
+    for key in ("max_len", "max_steps", "save_every_steps", "eval_every", "keep_last",
                 "average_last", "tokens_per_step", "warmup_steps", "train_pairs",
                 "round_steps", "patience", "min_rounds", "max_rounds"):
         value = getattr(p, key)

@@ -8,9 +8,10 @@ __all__ = [
     "PROFILE", "RUN_INFO", "VOCAB", "DATA", "DATA_MANIFEST", "CHECKPOINTS", "TRAIN_LOG", "DEV_LOG",
     "TENSORBOARD", "CURVE", "BEST", "LOCK", "RUN_FILES", "RunInUse", "run_folder", "run_lock",
     "checkpoint_file", "checkpoint_paths", "checkpoint_step", "save_checkpoint", "logged_steps",
-    "set_logs_aside", "load_latest_checkpoint", "check_same_model", "write_profile", "run_profile",
-    "read_log", "dev_ppl_at", "keep_record", "DATA_FIELDS", "DATA_FIELD_DEFAULTS", "data_manifest",
-    "check_run_data", "prepare_data", "load_model",
+    "could_have_saved", "set_logs_aside", "load_latest_checkpoint", "check_same_model",
+    "write_profile", "run_profile", "read_log", "dev_ppl_at", "keep_record", "DATA_FIELDS",
+    "DATA_FIELD_DEFAULTS", "data_manifest", "check_run_data", "prepare_data", "load_model",
+    "check_not_ctranslate2", "load_averaged",
 ]
 
 import contextlib
@@ -33,7 +34,7 @@ from transformer.checkpoint import (CheckpointError, UnreadableCheckpoint, atomi
                                     load_model_file)
 from transformer.corpora import load_split
 from transformer.data import (ParallelData, TokenArray, Vocab, atomic_file, clean_pairs,
-                              encode_pairs, train_bpe)
+                              encode_pairs, read_json, train_bpe)
 from transformer.model import Transformer, TransformerConfig
 from transformer.profiles import Profile
 
@@ -158,6 +159,21 @@ def logged_steps(out_dir: str | Path) -> int:
         return max(0, sum(1 for _ in f) - 1)        # the lines under the header
 
 
+def could_have_saved(out_dir: str | Path, profile: Profile) -> bool:
+    """Whether the run's training log reaches a step at which `profile` writes a
+    checkpoint (every save_every_steps, every save_every_minutes, at max_steps). A log
+    that cannot be read counts as yes: only a sure "no" may restart a run."""
+    try:
+        log = read_log(Path(out_dir) / TRAIN_LOG)
+        steps, elapsed = log["step"], log["elapsed_s"]
+    except (OSError, KeyError, TypeError, ValueError):    # a line cut short, say
+        return True
+    minutes = profile.save_every_minutes
+    return bool((steps >= profile.save_every_steps).any()
+                or (profile.max_steps is not None and (steps >= profile.max_steps).any())
+                or (minutes and (elapsed >= 60 * minutes).any()))
+
+
 def set_logs_aside(out_dir: str | Path) -> None:
     """Keep a run's logs under new names (train_log.csv ->
     train_log.csv.before-start-over, numbered if that is taken), so that a run trained
@@ -173,7 +189,8 @@ def set_logs_aside(out_dir: str | Path) -> None:
 
 
 def load_latest_checkpoint(out_dir: str | Path, log: Callable[[str], None] = print,
-                           start_over: bool = False, main: bool = True
+                           start_over: bool = False, main: bool = True,
+                           profile: Profile | None = None
                           ) -> tuple[dict | None, Path | None]:
     """The newest readable checkpoint of a run (a damaged newest file falls back to the
     one before), or (None, None) for a new run.
@@ -184,7 +201,9 @@ def load_latest_checkpoint(out_dir: str | Path, log: Callable[[str], None] = pri
     start_over trains again from step 0: it sets the unreadable files aside (renamed
     *.unreadable) and the old logs (*.before-start-over), deleting nothing. start_over
     on a run that can resume is refused. Only the main process (`main`) renames
-    files."""
+    files. A run whose log stops before the first step at which `profile` saves (killed
+    before its first checkpoint: nothing was lost) starts again at once, its old logs
+    set aside."""
     paths = checkpoint_paths(out_dir)
     for path in reversed(paths):
         try:
@@ -207,6 +226,12 @@ def load_latest_checkpoint(out_dir: str | Path, log: Callable[[str], None] = pri
                 f"Restore them from a copy, or train this run again from step 0 with "
                 f"--start-over (the unreadable files are kept as *.unreadable)")
         steps = logged_steps(out_dir) if main else 0
+        if steps and profile is not None and not could_have_saved(out_dir, profile):
+            log(f"{out_dir}: stopped after {steps} logged steps, before its first "
+                f"checkpoint; training from step 0 (the old logs are kept as "
+                f"*.before-start-over)")
+            set_logs_aside(out_dir)
+            return None, None
         if steps:
             raise CheckpointError(
                 f"{out_dir}: {TRAIN_LOG} records {steps} steps, but "
@@ -242,14 +267,16 @@ def check_same_model(ckpt: dict, cfg: TransformerConfig, vocab: Vocab, path: str
 def write_profile(out_dir: str | Path, profile: Profile) -> None:
     """Record the profile a run trains (at each start: a resumed run may change its
     budget)."""
-    (Path(out_dir) / PROFILE).write_text(json.dumps(asdict(profile), indent=1))
+    with atomic_file(Path(out_dir) / PROFILE) as tmp:
+        tmp.write_text(json.dumps(asdict(profile), indent=1))
 
 
 def run_profile(run_dir: str | Path) -> dict:
     """The training profile a run folder recorded, as a dict; {} for a folder without
     one."""
     path = Path(run_dir) / PROFILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    return read_json(path, "the run's train command writes it again (it resumes from "
+                     "the newest checkpoint)") if path.exists() else {}
 
 
 def read_log(path: str | Path) -> dict[str, np.ndarray]:
@@ -297,7 +324,8 @@ def check_run_data(profile: Profile, out_dir: str | Path) -> None:
     path = Path(out_dir) / DATA_MANIFEST
     if not path.exists():
         return
-    made = json.loads(path.read_text())
+    made = read_json(path, "it names the settings the run's data was prepared with: "
+                     "restore it, or train into a new --out folder")
     wanted = data_manifest(profile)
     changed = [f"{k}: {made.get(k)!r} -> {wanted[k]!r}"
                for k in DATA_FIELDS
@@ -374,6 +402,28 @@ def load_model(run_dir: str | Path, average_last: int | None = None,
     if Path(run_dir).is_file():
         model, vocab = load_model_file(run_dir, device)
         return model, vocab, [Path(run_dir).name]
+    try:
+        return load_averaged(run_dir, average_last, device, log)
+    except FileNotFoundError:
+        # a run still training rotated a checkpoint away while it was read: the
+        # newest ones are on disk now, and a second look finds them
+        return load_averaged(run_dir, average_last, device, log)
+
+
+def check_not_ctranslate2(path: str | Path) -> None:
+    """Refuse a CTranslate2 export where a run folder or model file is needed, saying
+    what it is (not, as for an empty folder, to train into it)."""
+    if (Path(path) / "model.bin").is_file():
+        raise ValueError(f"{path} is a CTranslate2 export, which only translates "
+                         f"(python -m transformer.translate {path}); give the run "
+                         "folder or model file it was made from")
+
+
+def load_averaged(run_dir: str | Path, average_last: int | None,
+                  device: str | torch.device, log: Callable[[str], None]
+                  ) -> tuple[Transformer, Vocab, list[str]]:
+    """load_model's work on a run folder, from the checkpoints on disk now."""
+    check_not_ctranslate2(run_dir)
     paths = checkpoint_paths(run_dir)
     if not paths:
         raise FileNotFoundError(f"no checkpoints in {Path(run_dir) / CHECKPOINTS}; "

@@ -4,9 +4,9 @@
 
 __all__ = [
     "command_line", "git_commit", "CODE_PATHS", "uncommitted_changes", "code_state",
-    "CODE_AT_START", "provenance", "write_record", "record_run_info", "machines_of", "append_log",
-    "truncate_log", "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS",
-    "TrainingLogs",
+    "CODE_AT_START", "provenance", "write_record", "RUN_INFO_ADVICE", "record_run_info",
+    "machines_of", "append_log", "truncate_log", "read_evaluation", "tensorboard_writer",
+    "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
 ]
 
 import csv
@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 import transformer
-from transformer.data import atomic_file
+from transformer.data import atomic_file, read_json
 from transformer.machine import hardware
 from transformer.profiles import Profile
 from transformer.run import DEV_LOG, RUN_INFO, TENSORBOARD, TRAIN_LOG
@@ -113,16 +113,21 @@ def write_record(path: str | Path, record: dict, command: str | None = None) -> 
     return record
 
 
+RUN_INFO_ADVICE = ("it holds the history of the run's starts: restore it, or move it "
+                   "aside and the run starts a new history")
+
+
 def record_run_info(out_dir: str | Path, rt: "Runtime") -> None:
     """Where and from which code a run (or each resumption of it) ran: run_info.json."""
     info_path = Path(out_dir) / RUN_INFO
-    runs = json.loads(info_path.read_text()) if info_path.exists() else []
+    runs = read_json(info_path, RUN_INFO_ADVICE) if info_path.exists() else []
     # the same machine description as every results record (machine.hardware), in UTC
     runs.append({"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                  **code_state(), "host": platform.node(), "device": str(rt.device),
                  "world_size": rt.world, "hardware": hardware(),
                  "command": command_line()})
-    info_path.write_text(json.dumps(runs, indent=1))
+    with atomic_file(info_path) as tmp:       # a full disk must not cut the history
+        tmp.write_text(json.dumps(runs, indent=1))
 
 
 def machines_of(out_dir: str | Path) -> list[dict]:
@@ -131,7 +136,7 @@ def machines_of(out_dir: str | Path) -> list[dict]:
     when the first and the last of them began. A results record's own hardware names
     only the machine that wrote it; a run resumed elsewhere needs this too."""
     machines = {}
-    for start in json.loads((Path(out_dir) / RUN_INFO).read_text()):
+    for start in read_json(Path(out_dir) / RUN_INFO, RUN_INFO_ADVICE):
         key = json.dumps([start["device"], start["hardware"]], sort_keys=True)
         seen = machines.setdefault(key, {"device": start["device"],
                                          "hardware": start["hardware"], "starts": 0,

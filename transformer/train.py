@@ -114,7 +114,7 @@ def _start_run(profile: Profile, out_dir: Path, rt: Runtime,
     # a folder that cannot resume (other data settings, checkpoints unreadable or gone)
     # is refused before data preparation, which can take long
     check_run_data(profile, out_dir)
-    ckpt, ckpt_path = load_latest_checkpoint(out_dir, log, start_over, rt.main)
+    ckpt, ckpt_path = load_latest_checkpoint(out_dir, log, start_over, rt.main, profile)
     vocab, data, dev = prepare_data(profile, out_dir, rt, data_root, log)
     cfg = TransformerConfig.preset(profile.preset, **profile.model)
     # a resume that will be refused must not rewrite the run's record: check it first

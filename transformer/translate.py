@@ -5,11 +5,12 @@ python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
     "SHIPPED_MODEL", "Translator", "line_groups", "write_translations", "output_to", "EXAMPLES",
-    "build_parser", "main",
+    "build_parser", "stop_on_sigterm", "main",
 ]
 
 import argparse
 import contextlib
+import signal
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -60,9 +61,13 @@ class Translator:
         with the repository."""
         path = Path(path) if path is not None else SHIPPED_MODEL
         if not path.exists():
-            hint = (" (the shipped model is part of the repository: run from a clone)"
+            hint = (" (the shipped model is part of the repository: run from a clone, "
+                    "or pass the path of the book site's downloads/model.pt)"
                     if path == SHIPPED_MODEL else "")
             raise FileNotFoundError(f"no run folder or model file {path}{hint}")
+        if average_last is not None and (path.is_file() or (path / "model.bin").is_file()):
+            raise ValueError(f"{path} holds one model, already made: averaging its "
+                             "last checkpoints (--average) applies to a run folder")
         if (path / "model.bin").is_file():
             if resolve_device(device).type != "cpu":
                 raise ValueError("a CTranslate2 export translates on the CPU here")
@@ -81,6 +86,14 @@ class Translator:
     def translate(self, sentences: Iterable[str], progress: bool = False,
                   too_long: str = "error") -> list[str]: ...
 
+    # and so does nbest: one list of (text, score) for a str, a list of them for a list
+    @overload
+    def nbest(self, sentences: str, n: int,
+              too_long: str = "error") -> list[tuple[str, float]]: ...
+    @overload
+    def nbest(self, sentences: Iterable[str], n: int,
+              too_long: str = "error") -> list[list[tuple[str, float]]]: ...
+
     def translate(self, sentences: str | Iterable[str], progress: bool = False,
                   too_long: str = "error") -> str | list[str]:
         """One sentence (a str) -> its translation; a list of sentences -> a list of
@@ -95,18 +108,22 @@ class Translator:
                                     batch_tokens=self.batch_tokens, too_long=too_long)
 
 
-    def nbest(self, sentences: Iterable[str], n: int, too_long: str = "error"
-              ) -> list[list[tuple[str, float]]]:
-        """Each sentence's n best translations as (text, score), best first: the score
-        is what the search ranked them by (log-probability over the length penalty)."""
+    def nbest(self, sentences: str | Iterable[str], n: int, too_long: str = "error"
+              ) -> list[tuple[str, float]] | list[list[tuple[str, float]]]:
+        """A sentence's n best translations as (text, score), best first; for a list of
+        sentences, a list of those. The score is what the search ranked them by
+        (log-probability over the length penalty)."""
+        one = isinstance(sentences, str)        # a str is one sentence, not its characters
+        batch = [sentences] if one else list(sentences)
         if isinstance(self.model, Transformer):
-            return decode.translate(self.model, self.vocab, list(sentences),
-                                    self.beam_size, self.alpha,
-                                    batch_tokens=self.batch_tokens,
-                                    progress=False, too_long=too_long, nbest=n)
-        return self.model.translate(list(sentences), self.beam_size, self.alpha,
-                                    batch_tokens=self.batch_tokens, too_long=too_long,
-                                    nbest=n)
+            found = decode.translate(self.model, self.vocab, batch, self.beam_size,
+                                     self.alpha, batch_tokens=self.batch_tokens,
+                                     progress=False, too_long=too_long, nbest=n)
+        else:
+            found = self.model.translate(batch, self.beam_size, self.alpha,
+                                         batch_tokens=self.batch_tokens,
+                                         too_long=too_long, nbest=n)
+        return found[0] if one else found
 
     @property
     def max_len(self) -> int:
@@ -229,6 +246,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (a scheduler's, `kill`'s) stop the command as Ctrl-C does: the
+    `finally` blocks run, so no temporary file is left behind."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -238,8 +263,10 @@ def main(argv: list[str] | None = None) -> None:
     fail = lambda msg: parser.exit(2, f"{parser.prog}: error: {msg}\n")
     # everything that can be refused is refused before a file is written
     try:
+        if args.output == "-":                 # the usual name for standard output
+            args.output = None
         if args.output:
-            check_writable(args.output, [args.input] if args.input else [])
+            check_writable(args.output, [args.input or "-", args.model or SHIPPED_MODEL])
         lines = read_lines(args.input) if args.input else None
         translator = Translator.from_run(args.model, args.average, args.device,
                                          beam_size=args.beam, alpha=args.alpha,
@@ -248,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
         fail(err)
     groups = ([(1, lines)] if lines is not None
               else line_groups(sys.stdin.buffer, "standard input"))
+    stop_on_sigterm()
     kept = f"; {args.output} is unchanged" if args.output else ""
     first = 1
     try:
@@ -263,8 +291,12 @@ def main(argv: list[str] | None = None) -> None:
         fail(f"{err}{kept}")
     except KeyboardInterrupt:
         parser.exit(130, f"{parser.prog}: interrupted{kept}\n")
-    except BrokenPipeError:          # the reader went away (| head): not an error here
-        sys.stderr.close()
+    except OSError as err:           # the disk (full, gone), not the request: one line
+        if isinstance(err, BrokenPipeError):
+            sys.stderr.close()       # the reader went away (| head): not an error here
+            return
+        parser.exit(1, f"{parser.prog}: error: cannot write "
+                       f"{args.output or 'standard output'}: {err.strerror or err}{kept}\n")
 
 
 if __name__ == "__main__":

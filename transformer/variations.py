@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from transformer.corpora import load_split
+from transformer.corpora import DownloadError, load_split
 from transformer.data import BatchStream, Vocab
 from transformer.decode import ALPHA, BEAM, translate
 from transformer.distributed import Runtime, StopRequest, keep_freed_memory
@@ -531,18 +531,21 @@ def main(argv: list[str] | None = None) -> None:
         return
     keep_freed_memory()
     command = " ".join(["python -m transformer.variations", *(argv or sys.argv[1:])])
-    if args.short:
-        short_sweep(plan, runs, results, args.data_dir, command)
-        return
-    again = "the epochs already saved are kept: run the same command again to resume"
+    again = "what was already saved is kept: run the same command again to resume"
     try:
+        if args.short:
+            short_sweep(plan, runs, results, args.data_dir, command)
+            return
         # a signal outside a training loop stops the sweep at once, even where SIGINT
         # came in ignored
         with StopRequest():
             converged_sweep(plan, runs, results, args.data_dir, command,
                             args.lr_factor, args.p_drop, args.epochs)
+    except DownloadError as err:     # no corpus and no network: one line, not a trace
+        sys.exit(f"error: {err}")
     except KeyboardInterrupt:
-        sys.exit(f"interrupted; {again}")
+        print(f"interrupted; {again}", file=sys.stderr)
+        sys.exit(130)                # as Ctrl-C ends the other commands
     except SystemExit as stop:
         if stop.code == 128 + signal.SIGTERM:
             print(f"stopped by SIGTERM; {again}", file=sys.stderr)

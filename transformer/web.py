@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from transformer.checkpoint import CheckpointError
-from transformer.corpora import load_split
+from transformer.corpora import DownloadError, load_split
 from transformer.data import BOS, EOS, Vocab, atomic_file
 from transformer.evaluate import check_writable
 from transformer.model import Transformer, TransformerConfig
@@ -214,6 +214,9 @@ def describe(model_path: str | Path, results_dir: str | Path | None = None) -> d
              "results": None}
     if results_dir is None:
         return about
+    if not (Path(results_dir) / "results.json").is_file():
+        raise ValueError(f"{results_dir} holds no results.json: give the results folder "
+                         "that records this model, or leave out --results")
     if not describes(results_dir, model_path):
         raise ValueError(f"{results_dir}/results.json is not the record of "
                          f"{model_path} (another model's SHA-256): the page would show "
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
                               gallery(results, data_root=args.data_dir) if results
                               else ())
         size = write_payload(payload, args.out)
-    except (CheckpointError, FileNotFoundError, ValueError) as err:
+    except (CheckpointError, DownloadError, FileNotFoundError, ValueError) as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     except OSError as err:           # the disk, not the request
         parser.exit(1, f"{parser.prog}: error: cannot write {args.out}: "

@@ -1,0 +1,71 @@
+"""Put the code into the built site, so that a reader of the rendered book can get what it describes.
+
+    python tools/site_downloads.py [SITE]      # `make book` runs it on _build/html after the build
+
+Writes SITE/downloads/, offline (nothing is fetched):
+- transformer-source.tar.gz: `git archive` of the commit the book was built from, every tracked file under
+  one folder transformer-COMMIT/ (`make test` works in it once unpacked, as in a clone);
+- the package's wheel (`pip wheel . --no-deps`), which a `pip install` turns into `import transformer`;
+- model.pt: the Multi30k model the book trained, which the wheel does not carry
+  (`Translator.from_run("model.pt")`);
+- SHA256SUMS: each file's SHA-256, in the format `sha256sum -c` reads, and the commit.
+The links on "Getting the code" and the landing page point at these names.
+"""
+import argparse
+import hashlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = "transformer-source.tar.gz"
+MODEL = ROOT / "results" / "multi30k-cpu" / "model.pt"
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"), help="the built site")
+    args = parser.parse_args(argv)
+    site = Path(args.site)
+    if not (site / "index.html").is_file():
+        sys.exit(f"error: {site} is not a built book (no index.html): run `make book` first")
+    commit = git("rev-parse", "HEAD")
+    out = site / "downloads"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    git("archive", "--format=tar.gz", f"--prefix=transformer-{commit[:12]}/", "-o", str(out / SOURCE), commit)
+    with tempfile.TemporaryDirectory() as tmp:
+        # the wheel from the archive's own files, so that both are the commit; the build backend is the
+        # book environment's own (no download), and nothing is written into the repository
+        shutil.unpack_archive(out / SOURCE, tmp)
+        (tree,) = Path(tmp).iterdir()
+        subprocess.run([sys.executable, "-m", "pip", "wheel", str(tree), "--no-deps", "--no-build-isolation",
+                        "-q", "-w", tmp], check=True)
+        (wheel,) = Path(tmp).glob("transformer-*.whl")
+        shutil.copy(wheel, out / wheel.name)
+    shutil.copy(MODEL, out / MODEL.name)
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    lines = [f"{sha256(p)}  {p.name}" for p in sorted(out.iterdir())]
+    lines.append(f"# commit {commit}" + (" (the working tree had uncommitted changes, which neither the "
+                                         "archive nor the wheel holds)" if changed else ""))
+    (out / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    print(f"{out}: " + ", ".join(p.name for p in sorted(out.iterdir())))
+
+
+if __name__ == "__main__":
+    main()
