@@ -173,7 +173,9 @@ def ledger(results: str | Path) -> list[dict]:
             rows.append(row)
     for row in rows:
         # a row's machine, or the machines its records were made on
-        machines = row["hardware"] if isinstance(row["hardware"], list) else [row["hardware"]]
+        machines = row["hardware"]
+        if not isinstance(machines, list):
+            machines = [machines]
         row["gpu"] = next((m["gpu"] for m in machines if m.get("gpu")), None)
         row["hardware"] = "; ".join(dict.fromkeys(hardware_line(m) for m in machines))
     return rows

@@ -295,8 +295,9 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(err, BrokenPipeError):
             sys.stderr.close()       # the reader went away (| head): not an error here
             return
-        parser.exit(1, f"{parser.prog}: error: cannot write "
-                       f"{args.output or 'standard output'}: {err.strerror or err}{kept}\n")
+        where = args.output or "standard output"
+        parser.exit(1, f"{parser.prog}: error: cannot write {where}: "
+                       f"{err.strerror or err}{kept}\n")
 
 
 if __name__ == "__main__":
