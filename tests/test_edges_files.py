@@ -323,3 +323,22 @@ def test_commands_given_a_ctranslate2_export_say_what_it_is(small_model, tmp_pat
                        (deploy_main, [str(ct2), str(tmp_path / "packed.pt"), "--pack"])):
         code, err = run_main(main, args, capsys)
         assert code == 2 and "is a CTranslate2 export" in err and "train" not in err, err
+
+
+def test_translate_gives_the_sigterm_handler_back(small_model, tmp_path, capsys):
+    before = signal.getsignal(signal.SIGTERM)
+    (tmp_path / "in.en").write_text(TWO, encoding="utf-8")
+    code, _ = run_main(translate_main, [str(small_model), "--input", str(tmp_path / "in.en"), "--output",
+                                        str(tmp_path / "out.de"), "--beam", "1"], capsys)
+    assert code == 0 and signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_new_file_beside_a_run_is_allowed_but_not_one_of_its_own(tmp_path):
+    from transformer.evaluate import check_writable
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "profile.json").write_text("{}")
+    check_writable(run / "hyps.de", [run])                       # translations beside the run: fine
+    for taken in (run / "profile.json", run / "checkpoints" / "step_0000010.pt"):
+        with pytest.raises(ValueError, match="which the command reads"):
+            check_writable(taken, [run])

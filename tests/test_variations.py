@@ -271,14 +271,16 @@ def test_a_signal_during_the_dev_evaluation_stops_the_sweep_and_loses_no_epoch(t
     assert len(log) == 1 + 2 * steps and trained == [2 * steps]
 
 
-def test_the_command_turns_an_interrupt_outside_training_into_a_resume_message(tmp_path, monkeypatch):
+def test_the_command_turns_an_interrupt_outside_training_into_a_resume_message(tmp_path, monkeypatch, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
     monkeypatch.setattr(variations, "choose_budget", interrupted)
     monkeypatch.setattr(variations, "keep_freed_memory", lambda: None)
     with pytest.raises(SystemExit) as stop:
         main(["--results", str(tmp_path / "results"), "--runs", str(tmp_path / "runs")])
-    assert "run the same command again to resume" in str(stop.value.code)
+    # exit 130, as Ctrl-C ends every other command, with the message on standard error
+    assert stop.value.code == 130
+    assert "run the same command again to resume" in capsys.readouterr().err
 
 
 def test_two_processes_share_the_sweep_each_taking_a_run_the_other_does_not_hold(tmp_path, monkeypatch, capsys):

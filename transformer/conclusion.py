@@ -111,7 +111,8 @@ def converged_table3(protocol: dict, records: dict) -> dict:
               f"{protocol['budget_epochs']} epochs per row and 3x for big, lr factor "
               f"{protocol['chosen']['lr_factor']} chosen on dev BLEU",
         # every machine its records trained on, not only the one that ran the protocol
-        hardware=[protocol["hardware"], *(r["hardware"] for r in records.values())],
+        hardware=[protocol["hardware"],
+                  *(r["hardware"] for r in records.values() if "hardware" in r)],
         command=protocol["command"])
 
 

@@ -169,7 +169,9 @@ def check_writable(path: str | Path, reads: Iterable[str | Path] = ()) -> None:
                                  "another output file")
             continue
         source = Path(source)
-        if source.is_dir() and source.resolve() in path.resolve().parents:
+        inside = source.is_dir() and source.resolve() in path.resolve().parents
+        # a new file at the top of a run folder (translations beside it) harms nothing
+        if inside and (path.exists() or path.resolve().parent != source.resolve()):
             raise ValueError(f"{path} is inside {source}, which the command reads: "
                              "writing there could replace a file of the model or of "
                              "its run; give a file outside it")

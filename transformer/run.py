@@ -168,9 +168,9 @@ def could_have_saved(out_dir: str | Path, profile: Profile) -> bool:
         steps, elapsed = log["step"], log["elapsed_s"]
     except (OSError, KeyError, TypeError, ValueError):    # a line cut short, say
         return True
-    minutes = profile.save_every_minutes
+    minutes, last = profile.save_every_minutes, profile.max_steps
     return bool((steps >= profile.save_every_steps).any()
-                or (profile.max_steps is not None and (steps >= profile.max_steps).any())
+                or (last is not None and (steps >= last).any())
                 or (minutes and (elapsed >= 60 * minutes).any()))
 
 

@@ -5,7 +5,7 @@ python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
     "SHIPPED_MODEL", "Translator", "line_groups", "write_translations", "output_to", "EXAMPLES",
-    "build_parser", "stop_on_sigterm", "main",
+    "build_parser", "sigterm_as_interrupt", "main",
 ]
 
 import argparse
@@ -65,9 +65,10 @@ class Translator:
                     "or pass the path of the book site's downloads/model.pt)"
                     if path == SHIPPED_MODEL else "")
             raise FileNotFoundError(f"no run folder or model file {path}{hint}")
-        if average_last is not None and (path.is_file() or (path / "model.bin").is_file()):
-            raise ValueError(f"{path} holds one model, already made: averaging its "
-                             "last checkpoints (--average) applies to a run folder")
+        one_model = path.is_file() or (path / "model.bin").is_file()
+        if average_last is not None and one_model:
+            raise ValueError(f"{path} holds one model, already made: averaging "
+                             "checkpoints (--average) applies to a run folder")
         if (path / "model.bin").is_file():
             if resolve_device(device).type != "cpu":
                 raise ValueError("a CTranslate2 export translates on the CPU here")
@@ -246,12 +247,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def stop_on_sigterm() -> None:
-    """Make SIGTERM (a scheduler's, `kill`'s) stop the command as Ctrl-C does: the
-    `finally` blocks run, so no temporary file is left behind."""
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (a scheduler's, `kill`'s) stops the command as Ctrl-C
+    does: the `finally` blocks run, so no temporary file is left behind. The previous
+    handler is given back after it."""
     def handler(signum, frame):
         raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, handler)
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -266,7 +273,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.output == "-":                 # the usual name for standard output
             args.output = None
         if args.output:
-            check_writable(args.output, [args.input or "-", args.model or SHIPPED_MODEL])
+            reads = [args.input or "-", args.model or SHIPPED_MODEL]
+            check_writable(args.output, reads)
         lines = read_lines(args.input) if args.input else None
         translator = Translator.from_run(args.model, args.average, args.device,
                                          beam_size=args.beam, alpha=args.alpha,
@@ -275,11 +283,10 @@ def main(argv: list[str] | None = None) -> None:
         fail(err)
     groups = ([(1, lines)] if lines is not None
               else line_groups(sys.stdin.buffer, "standard input"))
-    stop_on_sigterm()
     kept = f"; {args.output} is unchanged" if args.output else ""
     first = 1
     try:
-        with output_to(args.output) as out:
+        with sigterm_as_interrupt(), output_to(args.output) as out:
             for first, group in groups:
                 write_translations(translator, group, first, out, args.nbest,
                                    args.too_long, progress=lines is not None)

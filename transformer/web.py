@@ -215,8 +215,8 @@ def describe(model_path: str | Path, results_dir: str | Path | None = None) -> d
     if results_dir is None:
         return about
     if not (Path(results_dir) / "results.json").is_file():
-        raise ValueError(f"{results_dir} holds no results.json: give the results folder "
-                         "that records this model, or leave out --results")
+        raise ValueError(f"{results_dir} holds no results.json: give the results "
+                         "folder that records this model, or leave out --results")
     if not describes(results_dir, model_path):
         raise ValueError(f"{results_dir}/results.json is not the record of "
                          f"{model_path} (another model's SHA-256): the page would show "
