@@ -12,7 +12,6 @@ Writes SITE/downloads/, offline (nothing is fetched):
 The links on "Getting the code" and the landing page point at these names.
 """
 import argparse
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from transformer.corpora import file_checksum  # noqa: E402
+
 SOURCE = "transformer-source.tar.gz"
 MODEL = ROOT / "results" / "multi30k-cpu" / "model.pt"
 
@@ -27,14 +29,6 @@ MODEL = ROOT / "results" / "multi30k-cpu" / "model.pt"
 def git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True,
                           text=True).stdout.strip()
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def main(argv=None) -> None:
@@ -60,7 +54,7 @@ def main(argv=None) -> None:
         shutil.copy(wheel, out / wheel.name)
     shutil.copy(MODEL, out / MODEL.name)
     changed = git("status", "--porcelain", "--untracked-files=no")
-    lines = [f"{sha256(p)}  {p.name}" for p in sorted(out.iterdir())]
+    lines = [f"{file_checksum(p)[1]}  {p.name}" for p in sorted(out.iterdir())]
     lines.append(f"# commit {commit}" + (" (the working tree had uncommitted changes, which neither the "
                                          "archive nor the wheel holds)" if changed else ""))
     (out / "SHA256SUMS").write_text("\n".join(lines) + "\n")
