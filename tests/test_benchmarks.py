@@ -67,16 +67,27 @@ def test_gpu_step_smoke_on_cpu(tmp_path):
     for name, losses in (("eager", [9.0, 8.5, 8.1]), ("compiled", [9.0, 8.6])):
         rows = "".join(f"{i + 1},{loss},{1000 + i}\n" for i, loss in enumerate(losses))
         (tmp_path / f"train_{name}_log.csv").write_text("step,loss,tokens_per_s\n" + rows)
-    (tmp_path / "env.txt").write_text("2026-01-01T00:00:00Z\nbench_eager: exit 124 after 110 s (limit 110 s): x\n")
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_compile_record.py"), str(tmp_path)], check=True)
+    steps = ["bench_eager: exit 124 after 110 s (limit 110 s): x", "bench_compiled_base: exit 0 after 9 s (limit 215 s): y"]
+    (tmp_path / "env.txt").write_text("2026-01-01T00:00:00Z\nNVIDIA H200, 143771 MiB, 580.1\n16\n" + "\n".join(steps) + "\n")
+    record_script = [sys.executable, str(ROOT / "scripts" / "gpu_compile_record.py"), str(tmp_path)]
+    subprocess.run(record_script, check=True)
     record = json.loads((tmp_path / "record.json").read_text())
-    assert record["missing"] == ["bench_eager.json: the step was cut off or failed (see steps)",
-                                 "bench_compiled_big.json: the step was cut off or failed (see steps)"]
-    assert record["steps"] == ["bench_eager: exit 124 after 110 s (limit 110 s): x"]
+    assert record["missing"] == ["bench_eager.json: the step was cut off or failed (see steps)"]
+    assert record["steps"] == steps and record["later_calls"] == {}
+    assert record["hardware"] == {"gpu": "NVIDIA H200", "gpu_memory_mib": 143771, "driver": "580.1", "cpu_count": 16}
     tiny = record["benchmarks"]["bench_compiled_base"]["presets"]["tiny"]
     assert tiny["pad_to"] == 8 and tiny["ours"]["graphs_timed"] == 0 and tiny["ours"]["tps"] > 0
     assert record["training"]["loss_at_common_steps"] == [[1, 9.0, 9.0], [2, 8.5, 8.6]]
     assert abs(record["training"]["max_loss_difference"] - 0.1) < 1e-9
+    # a benchmark from a call of its own is kept apart, and never divided by one from the script's call
+    (tmp_path / "bench_again.json").write_text((tmp_path / "bench_compiled_base.json").read_text())
+    (tmp_path / "bench_again.log").write_text("output\n")
+    refused = subprocess.run(record_script, capture_output=True, text=True)
+    assert refused.returncode == 1 and "must end with its step line" in refused.stderr
+    (tmp_path / "bench_again.log").write_text("output\nbench_again: exit 0 after 9 s (limit 300 s): z\n")
+    subprocess.run(record_script, check=True)
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["later_calls"]["bench_again"]["step"].startswith("bench_again: exit 0")
     printed = out.split("\nwrote ")[0].lower()       # the last line names the JSON file, under pytest's folder
     assert "cuda" not in printed and "gpu" not in printed
 

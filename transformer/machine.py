@@ -51,6 +51,9 @@ def hardware() -> dict:
 
 def hardware_line(hw: dict) -> str:
     """A record's machine in one line: CPU, cores, torch threads, GPU (or none)."""
+    if "cpu" not in hw:     # the GPU scripts' records: the GPU and its host's cores
+        memory = hw["gpu_memory_mib"] / 1024
+        return f"{hw['gpu']} ({memory:.0f} GiB), {hw['cpu_count']} CPU cores"
     gpu = hw.get("gpu") or "no GPU"
     threads = f"{hw['torch_threads']} thread{'s' if hw['torch_threads'] != 1 else ''}"
     return f"{hw['cpu']}, {hw['cores']} cores, {threads}, {gpu}"
