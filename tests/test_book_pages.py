@@ -399,6 +399,21 @@ def test_every_page_fits_the_column_with_readable_figures_and_real_tables(chromi
     assert not problems, "what a reader would see:\n" + json.dumps(problems, indent=1, ensure_ascii=False)
 
 
+def test_no_page_declares_a_script_constant_twice(whole_book):
+    """A page's inline scripts share one scope: a `const` or `let` declared twice is a SyntaxError in
+    the browser's console (sphinx-thebe's THEBE_JS_URL was, on every page), and it stops that script."""
+    declared = re.compile(r"\b(?:const|let)\s+([A-Za-z_$][\w$]*)\s*=")
+    twice = {}
+    for page in pages(whole_book):
+        inline = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", page.read_text(encoding="utf-8"),
+                            re.S)
+        names = [name for body in inline for name in declared.findall(body)]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            twice[page.stem] = repeated
+    assert not twice, f"declared twice on one page: {twice}"
+
+
 def run_in_browser(chromium, root: Path, wrapper: str, tmp_path: Path) -> list[dict]:
     """Serve `root` on 127.0.0.1, open the wrapper page in headless Chromium, return its verdict."""
     import functools
