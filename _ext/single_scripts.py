@@ -12,7 +12,8 @@ def drop_repeated_scripts(app, pagename, templatename, context, doctree):
         if key not in seen:
             seen.add(key)
             kept.append(script)
-    context["script_files"] = kept
+    # in place: handlers after this one (MathJax's) add their scripts to this very list
+    context["script_files"][:] = kept
 
 
 def setup(app):

@@ -230,8 +230,10 @@ def test_the_landing_page_shows_the_results_and_links_to_paper_and_repository(wh
     # how to get the code: a page inside the site, which a hosted copy keeps
     assert 'href="getting_the_code.html"' in page and (whole_book / "book" / "getting_the_code.html").exists()
     assert "../README.md" not in page, "a link that leaves the built site"
-    # the same-test-set anchor beside the translation score
-    assert f"{MULTI30K_ANCHOR['bleu_lowercased']}" in text and MULTI30K_ANCHOR["source"] in text
+    # the same-test-set anchor beside the translation score, cited as the prose cites (a link to
+    # its entry on the references page)
+    assert f"{MULTI30K_ANCHOR['bleu_lowercased']}" in text and re.search(r"Wu et al\. ?, 2021", text)
+    assert re.search(r'<a class="reference internal" href="references.html#[^"]+" title="Zhiyong Wu', page)
     # the first screen, before the results: a translation (the test set's first sentence, as the
     # record's output has it) and a picture
     first = page[:page.index('id="what-it-measured"')]

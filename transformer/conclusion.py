@@ -4,7 +4,7 @@
 section 7)."""
 
 __all__ = [
-    "converged_table3", "ledger",
+    "converged_table3", "ledger", "cited",
 ]
 
 import json
@@ -201,3 +201,10 @@ def ledger(results: str | Path) -> list[dict]:
         row["gpu"] = next((m["gpu"] for m in machines if m.get("gpu")), None)
         row["hardware"] = "; ".join(dict.fromkeys(hardware_line(m) for m in machines))
     return rows
+
+
+def cited(text: str) -> str:
+    """`text` with the works the ledger names in plain text, "(Wu et al., 2021)", as MyST
+    citations, for a page that renders it."""
+    return text.replace(f"({MULTI30K_ANCHOR['source']})",
+                        f"{{cite:p}}`{MULTI30K_ANCHOR['key']}`")
