@@ -204,7 +204,7 @@ def ledger(results: str | Path) -> list[dict]:
 
 
 def cited(text: str) -> str:
-    """`text` with the works the ledger names in plain text, "(Wu et al., 2021)", as MyST
-    citations, for a page that renders it."""
+    """`text` with the works the ledger names in plain text, "(Wu et al., 2021)", as
+    MyST citations, for a page that renders it."""
     return text.replace(f"({MULTI30K_ANCHOR['source']})",
                         f"{{cite:p}}`{MULTI30K_ANCHOR['key']}`")
