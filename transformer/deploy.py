@@ -18,7 +18,7 @@ from pathlib import Path
 from transformer.checkpoint import CheckpointError, save_model
 from transformer.data import EOS, Vocab
 from transformer.decode import (ALPHA, BEAM, MAX_EXTRA, check_search, fit_lengths,
-                                length_batches)
+                                length_batches, length_penalty)
 from transformer.evaluate import check_writable, positive_int
 from transformer.model import Transformer, TransformerConfig
 from transformer.run import load_model
@@ -204,15 +204,19 @@ class CTranslate2Model:
         # output_limits: </s> included
         limit = min(longest + max_extra, self.max_len - 1)
         piece = self.vocab.sp.id_to_piece
+        # every finished hypothesis with its plain log-probability (no engine penalty)
         results = self.translator.translate_batch(
             [[piece(i) for i in s] for s in sources], beam_size=beam_size,
-            length_penalty=alpha, max_decoding_length=limit - 1, max_batch_size=0,
-            num_hypotheses=nbest or 1, return_scores=bool(nbest))
+            length_penalty=0, max_decoding_length=limit - 1, max_batch_size=0,
+            num_hypotheses=max(beam_size, nbest or 1), return_scores=True)
         ids = lambda hyp: [self.vocab.sp.piece_to_id(p) for p in hyp]
+        # ranked by the paper's penalty, with </s> counted in the length as ours counts
+        ranked = [sorted(((ids(h), s / length_penalty(len(h) + 1, alpha))
+                          for h, s in zip(r.hypotheses, r.scores)),
+                         key=lambda hyp: -hyp[1]) for r in results]
         if nbest:
-            return [[(ids(h), s) for h, s in zip(r.hypotheses, r.scores)]
-                    for r in results]
-        return [ids(r.hypotheses[0]) for r in results]
+            return [r[:nbest] for r in ranked]
+        return [r[0][0] for r in ranked]
 
     def translate(self, sentences: str | Iterable[str], beam_size: int = BEAM,
                   alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
@@ -221,9 +225,8 @@ class CTranslate2Model:
                  ) -> str | list[str] | list[list[tuple[str, float]]]:
         """Raw sentences -> raw translations, batched by length as decode.translate
         does, with its rules for blank and over-long sentences (and, with nbest, lists
-        of (translation, score), the score normalised as the engine ranks). The engine
-        normalises by length ** alpha, not by the paper's
-        ((5 + length) / 6) ** alpha."""
+        of (translation, score), the score log-probability / the paper's length
+        penalty, as for decode.translate)."""
         check_search(beam_size, alpha, batch_tokens)
         if isinstance(sentences, str):     # one sentence, not a list of characters
             return self.translate([sentences], beam_size, alpha, max_extra,
