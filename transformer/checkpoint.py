@@ -12,6 +12,7 @@ __all__ = [
 import os
 import pickle
 import random
+import shutil
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
@@ -30,11 +31,19 @@ class CheckpointError(RuntimeError):
 
 
 def atomic_save(obj: object, path: str | Path) -> None:
-    with atomic_file(path, ".tmp") as tmp:
-        torch.save(obj, tmp)
-        with open(tmp, "rb") as f:
-            # the bytes are on disk before the rename makes them the checkpoint
-            os.fsync(f.fileno())
+    try:
+        with atomic_file(path, ".tmp") as tmp:
+            torch.save(obj, tmp)
+            with open(tmp, "rb") as f:
+                # the bytes are on disk before the rename makes them the checkpoint
+                os.fsync(f.fileno())
+    except (RuntimeError, OSError) as err:
+        # torch's own words for a full disk are "unexpected pos 2837632 vs 2837524"
+        free = shutil.disk_usage(Path(path).parent).free
+        raise CheckpointError(
+            f"could not write {path} ({str(err).splitlines()[0]}); its disk has "
+            f"{free / 2**20:.0f} MiB free, and a full disk is the usual cause. Nothing "
+            f"was replaced: the files written before it are kept") from err
 
 
 class UnreadableCheckpoint(CheckpointError):

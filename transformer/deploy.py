@@ -187,9 +187,16 @@ class CTranslate2Model:
                                     f"RUN_DIR {model_dir}")
         self.vocab = Vocab.load(model_dir / "vocab.model")
         self.max_len = json.loads((model_dir / "positions.json").read_text())["max_len"]
-        self.translator = ctranslate2.Translator(str(model_dir), device="cpu",
-                                                 compute_type=compute_type,
-                                                 inter_threads=1, intra_threads=threads)
+        try:
+            self.translator = ctranslate2.Translator(
+                str(model_dir), device="cpu", compute_type=compute_type,
+                inter_threads=1, intra_threads=threads)
+        except RuntimeError as err:
+            # a file cut short or overwritten: the engine's own words may blame versions
+            raise ValueError(
+                f"{model_dir / 'model.bin'} cannot be read by CTranslate2 "
+                f"({str(err).splitlines()[0]}); if it was cut short or damaged, make "
+                f"it again with python -m transformer.deploy RUN_DIR {model_dir}") from err
 
     def translate_ids(self, sources: list[list[int]], beam_size: int = BEAM,
                       alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
