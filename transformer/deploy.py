@@ -193,10 +193,11 @@ class CTranslate2Model:
                 inter_threads=1, intra_threads=threads)
         except RuntimeError as err:
             # a file cut short or overwritten: the engine's own words may blame versions
+            again = f"python -m transformer.deploy RUN_DIR {model_dir}"
             raise ValueError(
                 f"{model_dir / 'model.bin'} cannot be read by CTranslate2 "
                 f"({str(err).splitlines()[0]}); if it was cut short or damaged, make "
-                f"it again with python -m transformer.deploy RUN_DIR {model_dir}") from err
+                f"it again with {again}") from err
 
     def translate_ids(self, sources: list[list[int]], beam_size: int = BEAM,
                       alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
