@@ -104,27 +104,29 @@ def gpu_time(ours, profiled_steps=3):
             "kernel_time_shares": shares, "operators": operators}
 
 
+def step_seconds(log):
+    """{step: seconds it took} for the steps after the first (which compiles), from a log's elapsed time;
+    empty for a log without it."""
+    return {s: log[s]["elapsed_s"] - log[s - 1]["elapsed_s"] for s in log
+            if s - 1 in log and "elapsed_s" in log[s] and "elapsed_s" in log[s - 1]}
+
+
 def training(out):
     """The two wmt-news-base runs: their speed, and their losses at the steps both reached."""
     runs = {name: read_log(out / f"train_{name}_log.csv") for name in ("eager", "compiled")}
-    summary = {}
-    for name, log in runs.items():
-        gaps = [b["elapsed_s"] - a["elapsed_s"] for a, b in zip(log.values(), list(log.values())[1:])] \
-            if all("elapsed_s" in r for r in log.values()) else []
-        summary[name] = {
-            "steps": max(log, default=0),
-            "median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in log.values()) if log else None,
-            "first_step_s": log[1]["elapsed_s"] if 1 in log and "elapsed_s" in log[1] else None,
-            "longest_later_step_s": max(gaps, default=None)}
+    took = {name: step_seconds(log) for name, log in runs.items()}
+    summary = {name: {
+        "steps": max(log, default=0),
+        "median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in log.values()) if log else None,
+        "first_step_s": log.get(1, {}).get("elapsed_s"),
+        "longest_later_step_s": max(took[name].values(), default=None)} for name, log in runs.items()}
     common = sorted(set(runs["eager"]) & set(runs["compiled"]))
     pairs = [[s, runs["eager"][s]["loss"], runs["compiled"][s]["loss"]] for s in common]
     summary["loss_at_common_steps"] = pairs
     summary["max_loss_difference"] = max((abs(a - b) for _, a, b in pairs), default=None)
-    later = [s for s in common if s > 1 and all("elapsed_s" in runs[n][s] and s - 1 in runs[n]
-                                                for n in runs)]
-    if later:     # the same steps, after the first (which compiles): mean seconds per step of each
-        mean = {n: statistics.mean(runs[n][s]["elapsed_s"] - runs[n][s - 1]["elapsed_s"] for s in later)
-                for n in runs}
+    later = sorted(set(took["eager"]) & set(took["compiled"]))
+    if later:     # the same steps, after the first: mean seconds per step of each
+        mean = {n: statistics.mean(took[n][s] for s in later) for n in runs}
         summary["steps_compared"] = [later[0], later[-1]]
         summary["mean_step_s"] = mean
         summary["compiled_speedup"] = mean["eager"] / mean["compiled"]
@@ -167,7 +169,7 @@ def main(argv=None):
         else:
             record["missing"].append(f"{name}.json: the step was cut off or failed (see steps)")
     for name, (line, bench) in later_calls(out, benchmarks).items():
-        record["later_calls"][name] = {"step": line, **summary_of(bench)}
+        record["later_calls"][name] = {"step": line, "command": line.split("): ", 1)[1], **summary_of(bench)}
     eager = record["benchmarks"].get("bench_eager", {}).get("presets", {}).get("base", {})
     # the script's own compiled base step, else one from a later call
     for name in ("bench_compiled_base", *record["later_calls"]):

@@ -179,8 +179,7 @@ def _gpu_step_row(results: Path) -> dict | None:
               "drawn from WMT news text, 10 timed",
         hardware=gpu["hardware"],
         # the script's own compiled step, or the call that timed it again on its own
-        command=(gpu["later_calls"][step["from"]]["step"].split("): ", 1)[1]
-                 if step["from"] in gpu["later_calls"] else gpu["command"]))
+        command=gpu["later_calls"].get(step["from"], gpu)["command"])
 
 
 def ledger(results: str | Path) -> list[dict]:
