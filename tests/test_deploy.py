@@ -1,5 +1,6 @@
 """Export to CTranslate2 (transformer.deploy): the engine must decode our models as we do."""
 import json
+import shutil
 from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
@@ -198,3 +199,35 @@ def test_bad_input_is_refused_with_the_reason(tmp_path, vocab, capsys):
     with pytest.raises(FileNotFoundError, match="no CTranslate2 model in"):
         CTranslate2Model(tmp_path / "empty")
     assert not (tmp_path / "out").exists()
+
+
+# A sentence typed with characters that look like plain ones (chapter 5.1), and the same typed plainly.
+ODDLY_TYPED = {
+    "A man\u00a0is walking\u2026": "A man is walking...",          # no-break space, ellipsis
+    "\ufeffTwo\u2009dogs\u200b run.": "Two dogs run.",             # byte-order mark, thin space, zero-width
+    "A girl\u200f in a ｒｅｄ coat.": "A girl in a red coat.",      # direction mark, full-width letters
+    "Ein ﬁsch\tschwimmt.": "Ein fisch schwimmt.",                  # a ligature, a tab
+}
+
+
+def test_oddly_typed_text_reads_as_plain_text_on_every_engine(tmp_path, vocab):
+    """The vocabulary's normalisation is the one place text is rewritten: PyTorch (training,
+    translate, evaluate) reads through Vocab, CTranslate2 through the vocab.model beside its weights,
+    the browser page through its own tokenizer. Each gets the plain sentence's ids from the odd one,
+    and both engines give it the plain sentence's translation."""
+    from tests.test_translator_page import run_node
+    from transformer.translate import Translator
+    from transformer.web import web_payload, write_payload
+    odd, plain = list(ODDLY_TYPED), list(ODDLY_TYPED.values())
+    assert vocab.encode(odd) == vocab.encode(plain)
+    run = make_run(tmp_path / "run", vocab)
+    export_ctranslate2(run, tmp_path / "ct2")
+    for engine in (Translator.from_run(run, beam_size=1), Translator.from_run(tmp_path / "ct2", beam_size=1)):
+        assert engine.vocab.encode(odd) == vocab.encode(plain)
+        assert engine.translate(odd) == engine.translate(plain)
+    if shutil.which("node") is None:
+        pytest.skip("node not found: the page's tokenizer was not run")
+    model = Translator.from_run(run).model
+    write_payload(web_payload(model, vocab, "float16"), tmp_path / "model.js")
+    page = run_node(tmp_path, tmp_path / "model.js", "d => d.map(t => vocab.encode(t).ids)", odd)
+    assert page == vocab.encode(plain)

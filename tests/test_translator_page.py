@@ -260,6 +260,27 @@ def test_the_tokenizer_matches_on_the_whole_test_and_dev_sets(torch_model, tmp_p
 
 
 @needs_node
+def test_the_tokenizer_applies_the_normalisation_rule_as_sentencepiece_does(tmp_path):
+    """A vocabulary with chapter 5.1's rule (nmt_nfkc), learned from Multi30k's dev set: every Unicode
+    character between two letters, and 3,000 strings of spaces, marks, compatibility forms and letters,
+    get the library's ids from the page."""
+    from tests.conftest import need_corpus
+    from transformer.corpora import load_split
+    from transformer.data import NORMALIZATION, train_bpe
+    need_corpus("multi30k", "dev")
+    vocab = train_bpe(load_split("multi30k", "dev"), vocab_size=1000)
+    assert NORMALIZATION == "nmt_nfkc"
+    model = Transformer(TransformerConfig(N=1, d_model=8, d_ff=8, h=2, max_len=64), len(vocab))
+    write_payload(web_payload(model, vocab, "float16"), tmp_path / "model.js")
+    texts = ["a" + chr(c) + "b" for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    rng = random.Random(0)
+    odd = " \t\u00a0\u2009\u200b\u200f\ufeff\u2026\u2581\ufb01ＡＢ１²é\u0301\u3000，。ab"
+    texts += ["".join(rng.choice(odd) for _ in range(rng.randrange(1, 12))) for _ in range(3000)]
+    out = run_node(tmp_path, tmp_path / "model.js", "d => d.map(t => vocab.encode(t).ids)", texts)
+    assert out == vocab.encode(texts)
+
+
+@needs_node
 def test_every_search_setting_matches_the_readable_decoders_on_a_small_model(torch_model, tmp_path):
     """A small untrained model whose </s> is likely, and an output limit of 3 extra tokens: the
     page's searches must equal simple_greedy_decode and simple_beam_search exactly, through

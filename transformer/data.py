@@ -5,9 +5,9 @@ section 5.1)."""
 
 __all__ = [
     "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "atomic_file", "read_json",
-    "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "train_bpe", "atomic_write_bytes",
-    "TokenArray", "ParallelData", "encode_pairs", "token_batches", "collate", "BatchStream",
-    "split_batch", "accumulation_steps", "padded_length", "batch_shape",
+    "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "NORMALIZATION", "train_bpe",
+    "atomic_write_bytes", "TokenArray", "ParallelData", "encode_pairs", "token_batches", "collate",
+    "BatchStream", "split_batch", "accumulation_steps", "padded_length", "batch_shape",
 ]
 
 import contextlib
@@ -179,15 +179,25 @@ class Vocab:
     def pieces(self, text: str) -> list[str]:
         return self.sp.encode(text, out_type=str)
 
+    def normalize(self, text: str) -> str:
+        """The text as the model reads it (the vocabulary's rule applied, each space
+        shown as sentencepiece's word-start mark)."""
+        return self.sp.normalize(text)
+
+
+# sentencepiece's name for NFKC plus the clean-up that translation toolkits apply
+NORMALIZATION = "nmt_nfkc"
+
 
 def train_bpe(pairs: list[tuple[str, str]], vocab_size: int,
-              max_sentences: int = 4_000_000, seed: int = 0, symbols: Iterable[str] = ()
-             ) -> Vocab:
+              max_sentences: int = 4_000_000, seed: int = 0, symbols: Iterable[str] = (),
+              normalization: str = NORMALIZATION) -> Vocab:
     """Learn one BPE vocabulary over both sides of `pairs`; returns a Vocab.
 
     `symbols`: words that must never be split (chapter 6.3's tree brackets): each is
     one entry of the vocabulary, matched at the start of a word (a longer word that
-    begins with a symbol's letters is split after them)."""
+    begins with a symbol's letters is split after them). `normalization`: the
+    sentencepiece rule the vocabulary applies to every text ("identity": none)."""
     import io
     import sentencepiece as spm
     rng = random.Random(seed)
@@ -203,7 +213,7 @@ def train_bpe(pairs: list[tuple[str, str]], vocab_size: int,
             vocab_size=vocab_size,
             model_type="bpe", character_coverage=1.0, byte_fallback=True,
             pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
-            normalization_rule_name="identity", num_threads=os.cpu_count() or 1,
+            normalization_rule_name=normalization, num_threads=os.cpu_count() or 1,
             minloglevel=2, input_sentence_size=max_sentences,
             shuffle_input_sentence=True,
             # "\u2581" is sentencepiece's mark of a word start: a symbol matches only

@@ -96,13 +96,19 @@ def export_tensors(model: Transformer, quantization: str = "int8"
 
 
 def vocab_table(vocab: Vocab) -> dict:
-    """The sentencepiece model as the page reads it: pieces, scores and kinds."""
+    """The sentencepiece model as the page reads it: pieces, scores and kinds, and its
+    normalisation rule (chapter 5.1) as sentencepiece compiled it."""
+    from sentencepiece import sentencepiece_model_pb2
+    spec = sentencepiece_model_pb2.ModelProto.FromString(vocab.proto).normalizer_spec
     sp = vocab.sp
     kinds = [PIECE_KINDS["unknown"] if sp.is_unknown(i) else PIECE_KINDS["control"]
              if sp.is_control(i) else PIECE_KINDS["byte"] if sp.is_byte(i)
              else PIECE_KINDS["normal"] for i in range(len(vocab))]
     return {"pieces": [sp.id_to_piece(i) for i in range(len(vocab))],
             "scores": [sp.get_score(i) for i in range(len(vocab))], "kinds": kinds,
+            # a trie of the texts the rule rewrites and what it writes for them; empty
+            # for the "identity" rule of older vocabularies
+            "normalizer": base64.b64encode(spec.precompiled_charsmap).decode("ascii"),
             # the sentencepiece model itself, so that Python can check the page's ids
             "model": base64.b64encode(vocab.proto).decode("ascii")}
 

@@ -55,6 +55,50 @@
   const WORD_START = "\u2581";
   const NORMAL = 0, UNKNOWN = 1, CONTROL = 2, BYTE = 3;
 
+  // The normalisation rule as sentencepiece compiles it ("precompiled charsmap"): a
+  // 4-byte length, a double-array trie over UTF-8 byte strings, then the replacement
+  // strings, each ending in a zero byte. At every position the longest byte string the
+  // trie holds is replaced by its string; where none starts, one character is kept.
+  function charsmapRewriter(bytes) {
+    const trieLength = new DataView(bytes.buffer).getUint32(0, true);
+    const units = new Uint32Array(bytes.slice(4, 4 + trieLength).buffer);
+    const strings = bytes.subarray(4 + trieLength);
+    // a trie unit packs the offset to its children, a has-value bit and its label byte
+    const offset = u => (u >>> 10) << ((u & 0x200) >>> 6);
+    const hasValue = u => (u & 0x100) !== 0;
+    const label = u => u & 0x800000ff;
+    // -> [bytes matched, where the replacement starts] for the longest match, or null
+    function longest(key, start) {
+      let node = offset(units[0]), found = null;
+      for (let i = start; i < key.length; i++) {
+        node ^= key[i];
+        const unit = units[node];
+        if (label(unit) !== key[i]) break;
+        node ^= offset(unit);
+        if (hasValue(unit)) found = [i + 1 - start, units[node] & 0x7fffffff];
+      }
+      return found;
+    }
+    const utf8 = new TextEncoder(), fromUtf8 = new TextDecoder();
+    return text => {
+      const key = utf8.encode(text), out = [];
+      for (let i = 0; i < key.length;) {
+        const match = longest(key, i);
+        if (match) {
+          const end = strings.indexOf(0, match[1]);
+          out.push(...strings.subarray(match[1], end));
+          i += match[0];
+        } else {
+          const first = key[i];
+          const n = first < 0x80 ? 1 : first < 0xe0 ? 2 : first < 0xf0 ? 3 : 4;
+          out.push(...key.subarray(i, i + n));
+          i += n;
+        }
+      }
+      return fromUtf8.decode(new Uint8Array(out));
+    };
+  }
+
   class SentencePieceBPE {
     constructor(vocab) {
       this.pieces = vocab.pieces;
@@ -68,14 +112,16 @@
         else if (kind === BYTE) this.byteIds.set(parseInt(p.slice(3, 5), 16), i);
       });
       this.unkId = this.kinds.indexOf(UNKNOWN);
+      this.rewrite = vocab.normalizer ? charsmapRewriter(bytesOf(vocab.normalizer))
+                                      : text => text;
     }
 
-    // The model was trained with the "identity" rule: text is kept as typed, except
-    // that runs of spaces shrink to one and leading spaces go; every space becomes
-    // WORD_START, one more marks the first word, and trailing marks are dropped (also
-    // those typed as WORD_START, as sentencepiece does).
+    // The vocabulary's rule rewrites the text (chapter 5.1); then runs of spaces shrink
+    // to one and leading spaces go; every space becomes WORD_START, one more marks the
+    // first word, and trailing marks are dropped (also those typed as WORD_START, as
+    // sentencepiece does).
     normalize(text) {
-      const squeezed = text.replace(/ +/g, " ").replace(/^ /, "");
+      const squeezed = this.rewrite(text).replace(/ +/g, " ").replace(/^ /, "");
       return (WORD_START + squeezed.replace(/ /g, WORD_START)).replace(/\u2581+$/, "");
     }
 
