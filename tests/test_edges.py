@@ -14,7 +14,8 @@ from transformer.checkpoint import save_model
 from transformer.run import load_model
 from transformer.data import read_lines, train_bpe
 from transformer.decode import TooLong, translate
-from transformer.translate import SHIPPED_MODEL, Translator, main
+from transformer.run import SHIPPED_MODEL
+from transformer.translate import Translator, main
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO = "A man is walking.\nTwo dogs play in the snow.\n"

@@ -334,7 +334,7 @@ def test_translate_gives_the_sigterm_handler_back(small_model, tmp_path, capsys)
 
 
 def test_a_new_file_beside_a_run_is_allowed_but_not_one_of_its_own(tmp_path):
-    from transformer.evaluate import check_writable
+    from transformer.cli import check_writable
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "profile.json").write_text("{}")

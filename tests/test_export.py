@@ -335,6 +335,41 @@ def test_a_module_imports_only_modules_of_its_own_or_earlier_pages():
     assert not later, later
 
 
+def module_imports(module: str) -> set[str]:
+    """The package's modules that `module` imports when it is imported (module level, outside
+    `if TYPE_CHECKING:`); `import transformer` counts as the package's __init__."""
+    tree = ast.parse((ROOT / "transformer" / f"{module}.py").read_text())
+    deps = set()
+    for node in tree.body:
+        names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module else
+                 [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        for name in names:
+            if name == "transformer":
+                deps |= ({a.name for a in node.names if (ROOT / "transformer" / f"{a.name}.py").exists()}
+                         if isinstance(node, ast.ImportFrom) else {"__init__"})
+            elif name.startswith("transformer."):
+                deps.add(name.split(".")[1])
+    return deps - {module}
+
+
+def test_no_import_chain_is_deeper_than_nine_modules():
+    """An import that fetches one name must not stack a module on top of another's whole
+    floor: the longest chain of module-level imports inside the package, the module itself
+    counted, is at most nine."""
+    graph = {p.stem: module_imports(p.stem) for p in (ROOT / "transformer").glob("*.py")}
+    chains = {}
+
+    def chain(module, seen=()):
+        assert module not in seen, f"import cycle: {' -> '.join(seen + (module,))}"
+        if module not in chains:
+            chains[module] = (module,) + max((chain(d, seen + (module,)) for d in graph[module]),
+                                             key=len, default=())
+        return chains[module]
+    longest = max((chain(m) for m in graph), key=len)
+    assert len(longest) <= 9, " -> ".join(longest)
+    assert graph["cli"] <= {"data"}    # what every command shares sits on the ground floor
+
+
 def test_a_command_line_module_runs_main_only_after_everything_is_defined():
     """`python -m transformer.X` executes the module top to bottom: a `__main__` block before a
     definition that main() uses fails only there, after any import-based test has passed."""

@@ -13,7 +13,8 @@ from transformer import Transformer, TransformerConfig
 from transformer.checkpoint import MODEL_FORMAT, atomic_save, load_model_file, save_model
 from transformer.data import train_bpe
 from transformer.decode import TOO_LONG, TooLong, check_search, fit_lengths, reorder_cache
-from transformer.evaluate import check_parallel, check_writable, length_penalty_alpha, sacre_bleu, write_lines
+from transformer.cli import check_writable, length_penalty_alpha, write_lines
+from transformer.evaluate import check_parallel, sacre_bleu
 from transformer.run import CHECKPOINTS, PROFILE, load_model
 
 PAIRS = [("a dog runs on the grass", "ein Hund rennt auf dem Gras"),

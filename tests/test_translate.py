@@ -13,7 +13,8 @@ import transformer
 from transformer.run import load_model
 from transformer.decode import translate
 from transformer.evaluate import main as evaluate_main
-from transformer.translate import SHIPPED_MODEL, Translator, main
+from transformer.run import SHIPPED_MODEL
+from transformer.translate import Translator, main
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = ["Two dogs are playing in the snow.", "", "A man in a blue shirt is riding a bike."]

@@ -16,13 +16,16 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from transformer.data import BatchStream, Vocab, atomic_file
 from transformer.model import Transformer, TransformerConfig
-from transformer.profiles import Profile
+
+if TYPE_CHECKING:   # a type only: reading a checkpoint needs no training profile
+    from transformer.profiles import Profile
 
 
 class CheckpointError(RuntimeError):
@@ -109,7 +112,7 @@ def restore_rng(state: dict) -> None:
 def training_state(step: int, model: Transformer,
                    optimizer: torch.optim.Optimizer,
                scheduler: torch.optim.lr_scheduler.LRScheduler, stream_state: dict,
-               elapsed: float, profile: Profile, cfg: TransformerConfig, vocab: Vocab
+               elapsed: float, profile: "Profile", cfg: TransformerConfig, vocab: Vocab
               ) -> dict:
     """What a training checkpoint holds: tensors and plain data only."""
     return {

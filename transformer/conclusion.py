@@ -14,10 +14,10 @@ from pathlib import Path
 from transformer.machine import hardware_line
 from transformer.model import PRESETS
 from transformer.paper import MULTI30K_ANCHOR, TABLE2, TABLE3, TABLE4, TRAINING
+from transformer.profiles import PROFILES
 from transformer.run import run_profile
 from transformer.table3 import (claim_verdicts, claims_by_verdict, load_records,
                                 second_seeds, seed_spread)
-from transformer.variations import LONG
 
 
 def _read_record(results: Path, *parts: str) -> dict:
@@ -107,7 +107,8 @@ def converged_table3(protocol: dict, records: dict) -> dict:
                f"{'' if done else ' (in progress)'}: {len(rows_done)} of "
                f"{len(TABLE3)} rows",
         ours=ours, paper="each claim as the paper's text draws it from Table 3",
-        scale=f"widths/{protocol['scale']}, {LONG.train_pairs:,} pairs of Multi30k, "
+        scale=f"widths/{protocol['scale']}, "
+              f"{PROFILES['table3-epochs'].train_pairs:,} pairs of Multi30k, "
               f"{protocol['budget_epochs']} epochs per row and 3x for big, lr factor "
               f"{protocol['chosen']['lr_factor']} chosen on dev BLEU",
         # every machine its records trained on, not only the one that ran the protocol

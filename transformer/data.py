@@ -190,8 +190,9 @@ NORMALIZATION = "nmt_nfkc"
 
 
 def train_bpe(pairs: list[tuple[str, str]], vocab_size: int,
-              max_sentences: int = 4_000_000, seed: int = 0, symbols: Iterable[str] = (),
-              normalization: str = NORMALIZATION) -> Vocab:
+              max_sentences: int = 4_000_000, seed: int = 0,
+              symbols: Iterable[str] = (), normalization: str = NORMALIZATION
+             ) -> Vocab:
     """Learn one BPE vocabulary over both sides of `pairs`; returns a Vocab.
 
     `symbols`: words that must never be split (chapter 6.3's tree brackets): each is

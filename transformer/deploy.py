@@ -19,7 +19,7 @@ from transformer.checkpoint import CheckpointError, save_model
 from transformer.data import EOS, Vocab
 from transformer.decode import (ALPHA, BEAM, MAX_EXTRA, check_search, fit_lengths,
                                 length_batches, length_penalty)
-from transformer.evaluate import check_writable, positive_int
+from transformer.cli import check_writable, positive_int
 from transformer.model import Transformer, TransformerConfig
 from transformer.run import load_model
 

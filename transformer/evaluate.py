@@ -5,16 +5,13 @@ sentence, and the evaluation of a run (paper section 6.1)."""
 
 __all__ = [
     "check_parallel", "sacre_bleu", "split_compounds", "tokenized_bleu", "attention_maps",
-    "encoder_similarity", "COLLAPSED", "positive_int", "length_penalty_alpha", "check_writable",
-    "is_standard_input", "write_lines", "evaluate_run", "EXAMPLES", "main",
+    "encoder_similarity", "COLLAPSED", "evaluate_run", "EXAMPLES", "main",
 ]
 
 import argparse
 import json
 import math
-import os
 import re
-import stat
 import sys
 import time
 from collections.abc import Iterable
@@ -24,6 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from transformer.checkpoint import CheckpointError
+from transformer.cli import (check_writable, length_penalty_alpha, positive_int,
+                             write_lines)
 from transformer.corpora import DownloadError, load_split, split_paths
 from transformer.data import EOS, Vocab, atomic_file, read_lines
 from transformer.decode import ALPHA, BEAM, check_search, decoding, translate
@@ -119,82 +118,6 @@ def encoder_similarity(model: Transformer, vocab: Vocab, sentences: list[str]) -
 # The similarity at or above which the encoder counts as collapsed: Table 3's collapsed
 # runs ended at 0.98-0.99, trained models sit far below (chapter 6.2).
 COLLAPSED = 0.9
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, "
-                                         f"got {text!r}")
-    return value
-
-
-def length_penalty_alpha(text: str) -> float:
-    """An argparse type: the length penalty's exponent, a finite number >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number of at least 0, "
-                                         f"got {text!r}")
-    return value
-
-
-def check_writable(path: str | Path, reads: Iterable[str | Path] = ()) -> None:
-    """Refuse, before any long work, an output file that cannot be written or that would
-    replace what the command reads (`reads`: input files, a model file, a run folder,
-    and "-" for standard input): the output may not be one of them, nor lie inside a
-    folder among them."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder; give a file name")
-    folder = path.parent
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"cannot write {path}: {folder} is a file, not a folder")
-    if not folder.is_dir():
-        raise ValueError(f"cannot write {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (path.exists()
-                                          and not os.access(path, os.W_OK)):
-        raise ValueError(f"cannot write {path}: permission denied")
-    for source in reads:
-        if str(source) == "-":
-            if path.exists() and is_standard_input(path):
-                raise ValueError(f"{path} is also the standard input: writing it would "
-                                 "destroy the sentences before they are read; give "
-                                 "another output file")
-            continue
-        source = Path(source)
-        inside = source.is_dir() and source.resolve() in path.resolve().parents
-        # a new file at the top of a run folder (translations beside it) harms nothing
-        if inside and (path.exists() or path.resolve().parent != source.resolve()):
-            raise ValueError(f"{path} is inside {source}, which the command reads: "
-                             "writing there could replace a file of the model or of "
-                             "its run; give a file outside it")
-        if path.exists() and source.exists() and os.path.samefile(path, source):
-            raise ValueError(f"{path} is also the input {source}: writing it would "
-                             "destroy it before it is read; give another output "
-                             "file")
-
-
-def is_standard_input(path: Path) -> bool:
-    """Whether the process's standard input is the file `path` (`< path`)."""
-    try:
-        status = os.fstat(sys.stdin.fileno())
-    except (AttributeError, OSError, ValueError):    # no standard input at all
-        return False
-    return stat.S_ISREG(status.st_mode) and os.path.samestat(status, path.stat())
-
-
-def write_lines(lines: Iterable[str], path: str | Path) -> None:
-    """Write lines to a text file whole or not at all: into a temporary file beside it,
-    renamed over `path` at the end (an existing file survives any failure)."""
-    with atomic_file(path) as tmp:
-        tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
 def evaluate_run(run_dir: str | Path, split: str = "test",

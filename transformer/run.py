@@ -5,17 +5,18 @@ prepares its data once, records its profile, reads its logs, and loads the model
 yields (paper section 5.2)."""
 
 __all__ = [
-    "PROFILE", "RUN_INFO", "VOCAB", "DATA", "DATA_MANIFEST", "CHECKPOINTS", "TRAIN_LOG", "DEV_LOG",
-    "TENSORBOARD", "CURVE", "BEST", "LOCK", "RUN_FILES", "RunInUse", "run_folder", "run_lock",
-    "checkpoint_file", "checkpoint_paths", "checkpoint_step", "save_checkpoint", "logged_steps",
-    "could_have_saved", "set_logs_aside", "load_latest_checkpoint", "check_same_model",
-    "write_profile", "run_profile", "read_log", "dev_ppl_at", "keep_record", "DATA_FIELDS",
-    "DATA_FIELD_DEFAULTS", "data_manifest", "check_run_data", "prepare_data", "load_model",
-    "check_not_ctranslate2", "load_averaged",
+    "REPOSITORY", "SHIPPED_MODEL", "PROFILE", "RUN_INFO", "VOCAB", "DATA", "DATA_MANIFEST",
+    "CHECKPOINTS", "TRAIN_LOG", "DEV_LOG", "TENSORBOARD", "CURVE", "BEST", "LOCK", "RUN_FILES",
+    "RunInUse", "run_folder", "run_lock", "checkpoint_file", "checkpoint_paths", "checkpoint_step",
+    "save_checkpoint", "logged_steps", "could_have_saved", "set_logs_aside",
+    "load_latest_checkpoint", "check_same_model", "write_profile", "run_profile", "read_log",
+    "dev_ppl_at", "keep_record", "DATA_FIELDS", "DATA_FIELD_DEFAULTS", "data_manifest",
+    "check_run_data", "prepare_data", "load_model", "check_not_ctranslate2", "load_averaged",
 ]
 
 import contextlib
 import csv
+import importlib.util
 import json
 import os
 import shutil
@@ -40,6 +41,12 @@ from transformer.profiles import Profile
 
 if TYPE_CHECKING:   # for type checkers only: what reads a run needs no process group
     from transformer.distributed import Runtime
+
+# The checkout this package lies in (found without importing the package, which imports
+# this module), and the averaged Multi30k model of chapter 6.1, part 2, which ships in
+# it (results/multi30k-cpu/results.json describes its run).
+REPOSITORY = Path(importlib.util.find_spec("transformer").origin).resolve().parents[1]
+SHIPPED_MODEL = REPOSITORY / "results" / "multi30k-cpu" / "model.pt"
 
 # Every file a run folder holds, and what it is for.
 PROFILE = "profile.json"        # the profile the run trains, written at each start

@@ -23,11 +23,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-import transformer
 from transformer.data import atomic_file, read_json
 from transformer.machine import hardware
 from transformer.profiles import Profile
-from transformer.run import DEV_LOG, RUN_INFO, TENSORBOARD, TRAIN_LOG
+from transformer.run import DEV_LOG, REPOSITORY, RUN_INFO, TENSORBOARD, TRAIN_LOG
 
 if TYPE_CHECKING:   # for type checkers only: a record needs no process group
     from transformer.distributed import Runtime
@@ -37,11 +36,10 @@ def command_line() -> str:
     """This process's command, quoted for a shell so that it can be pasted back: a
     module run as `python -m`, a script by its path in the repository."""
     argv = list(sys.argv)
-    repository = Path(transformer.__file__).resolve().parent.parent
     if argv and argv[0].endswith(os.path.join("transformer", "train.py")):
         argv[0:1] = ["python", "-m", "transformer.train"]
-    elif argv and Path(argv[0]).resolve().is_relative_to(repository):
-        script = Path(argv[0]).resolve().relative_to(repository)
+    elif argv and Path(argv[0]).resolve().is_relative_to(REPOSITORY):
+        script = Path(argv[0]).resolve().relative_to(REPOSITORY)
         argv[0:1] = ["python", script.as_posix()]
     return shlex.join(argv)
 
@@ -52,7 +50,7 @@ def git_commit() -> str | None:
     import subprocess
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                              text=True, cwd=Path(transformer.__file__).parent,
+                              text=True, cwd=REPOSITORY / "transformer",
                               timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -69,7 +67,7 @@ def uncommitted_changes(root: str | Path | None = None) -> list[str] | None:
     added or new; [] for clean code, None outside a git checkout. A record made from
     such code cannot be remade from its commit alone."""
     import subprocess
-    root = Path(root) if root else Path(transformer.__file__).resolve().parent.parent
+    root = Path(root) if root else REPOSITORY
     try:
         status = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=all", "--",

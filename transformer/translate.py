@@ -4,8 +4,8 @@
 python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
-    "SHIPPED_MODEL", "Translator", "line_groups", "write_translations", "output_to", "EXAMPLES",
-    "build_parser", "sigterm_as_interrupt", "main",
+    "Translator", "line_groups", "write_translations", "output_to", "EXAMPLES", "build_parser",
+    "sigterm_as_interrupt", "main",
 ]
 
 import argparse
@@ -16,21 +16,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO, overload
 
-import transformer
 from transformer import decode
 from transformer.checkpoint import CheckpointError
+from transformer.cli import check_writable, length_penalty_alpha, positive_int
 from transformer.data import Vocab, atomic_file, decode_line, read_lines
 from transformer.decode import ALPHA, BEAM, TOO_LONG, TooLong, check_search
 from transformer.deploy import CTranslate2Model
-from transformer.evaluate import check_writable, length_penalty_alpha, positive_int
 from transformer.machine import resolve_device
 from transformer.model import Transformer
-from transformer.run import load_model
-
-# The averaged Multi30k model of chapter 6.1, part 2 (results/multi30k-cpu/results.json
-# describes its run); present in a checkout of the repository.
-SHIPPED_MODEL = (Path(transformer.__file__).resolve().parent.parent / "results"
-                 / "multi30k-cpu" / "model.pt")
+from transformer.run import SHIPPED_MODEL, load_model
 
 
 class Translator:

@@ -30,7 +30,8 @@ from transformer.corpora import DownloadError, load_split
 from transformer.data import BatchStream, Vocab
 from transformer.decode import ALPHA, BEAM, translate
 from transformer.distributed import Runtime, StopRequest, keep_freed_memory
-from transformer.evaluate import evaluate_run, positive_int, sacre_bleu
+from transformer.cli import positive_int
+from transformer.evaluate import evaluate_run, sacre_bleu
 from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
 from transformer.profiles import PROFILES, Profile

@@ -23,11 +23,10 @@ import torch
 from transformer.checkpoint import CheckpointError
 from transformer.corpora import DownloadError, load_split
 from transformer.data import BOS, EOS, Vocab, atomic_file
-from transformer.evaluate import check_writable
+from transformer.cli import check_writable
 from transformer.model import Transformer, TransformerConfig
 from transformer.paper import DECODING
-from transformer.run import load_model, run_profile
-from transformer.translate import SHIPPED_MODEL
+from transformer.run import SHIPPED_MODEL, load_model, run_profile
 
 
 QUANTIZATIONS = ("int8", "float16")
