@@ -57,7 +57,7 @@ from transformer.optim import rate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
                                  read_treebank, with_tags)
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.rounds import budget, dev_decides, train_in_rounds  # noqa: E402
+from transformer.rounds import Setting, budget, chosen_setting, dev_decides, pilot, train_in_rounds  # noqa: E402
 from transformer.run import BEST, CURVE, DEV_LOG, LOCK, TRAIN_LOG, keep_record, load_model, run_lock  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
@@ -119,10 +119,11 @@ def source_loss(model, vocab, pairs, seed=0):
 
 
 # The pilot's grid (chapter 6.3): the peak rate and dropout that chapter 6.2 found decide whether a
-# post-norm encoder leaves its collapse; pre-norm as a labelled variant
-PILOT = {**{f"f{f}-p{p}": dict(lr_factor=f, model=dict(P_drop=p))
-            for p in (0.1, 0.2) for f in (0.25, 0.1, 0.4)},
-         "prenorm-f0.25-p0.1": dict(lr_factor=0.25, model=dict(P_drop=0.1, norm_first=True))}
+# post-norm encoder leaves its collapse; pre-norm as a labelled variant, tried and shown, never chosen
+PILOT = {s.name: s for s in [
+    *(Setting.of({"lr_factor": f, "model.P_drop": p}, f"f{f}-p{p}") for p in (0.1, 0.2) for f in (0.25, 0.1, 0.4)),
+    Setting.of({"lr_factor": 0.25, "model.P_drop": 0.1, "model.norm_first": True}, "prenorm-f0.25-p0.1")]}
+VARIANTS = ("prenorm-f0.25-p0.1",)
 PILOT_ROUNDS = 20      # 2,000 steps: the probe's post-norm parser began reading between 1,000 and 1,500
 PILOT_RULE = (f"among the post-norm settings, the one with the highest greedy dev F1 at a round whose "
               f"encoder similarity is below {COLLAPSED} (the encoder tells positions apart); equal F1, the "
@@ -131,48 +132,46 @@ PILOT_RULE = (f"among the post-norm settings, the one with the highest greedy de
 
 
 def pilot_profile(setting):
-    change = PILOT[setting]
-    return PROFILE.replace(lr_factor=change["lr_factor"], model={**PROFILE.model, **change["model"]})
+    return PILOT[setting].apply(PROFILE)
+
+
+ROUND_KEYS = ("round", "step", "dev_f1", "dev_ppl", "encoder_similarity")
 
 
 def pilot_choice(records):
-    """PILOT_RULE applied to the pilot's records ({setting: record}): (setting, its round) or None."""
+    """PILOT_RULE applied to the records of the paper's settings ({setting: record}): {"setting": name,
+    and its round} or None."""
     candidates = [(p["dev_f1"], -p["dev_ppl"], name, p) for name, r in records.items()
-                  if not PILOT[name]["model"].get("norm_first")
                   for p in r["dev_curve"] if p["encoder_similarity"] < COLLAPSED]
     if not candidates:
         return None
     _, _, name, point = max(candidates, key=lambda c: c[:2])
-    return name, point
+    return {"setting": name, **{k: point[k] for k in ROUND_KEYS}}
 
 
-def pilot(settings, treebank, data_root, run_root, results):
+def run_pilot(names, treebank, data_root, run_root, results):
+    """The pilot (transformer.rounds.pilot) over PILOT: the settings `names` trained PILOT_ROUNDS rounds each
+    (dev only), each with its record; the choice once every setting but the VARIANTS has one."""
     dev_pairs = load_split("ptb", "dev", data_root)
-    for setting in settings:
-        profile, run = pilot_profile(setting), run_root / setting
+
+    def trial(setting):
+        profile, run = setting.apply(PROFILE), run_root / setting.name
+        select = run.with_name(setting.name + "-select")
         curve, best, stopped = astuple(train_in_rounds(
             profile, run, profile.round_steps, dev_score(treebank["dev"], dev_pairs),
-            [budget(rounds=PILOT_ROUNDS)], key="dev_f1", best_path=run.with_name(setting + "-select") / BEST,
-            curve_path=run.with_name(setting + "-select") / CURVE, data_root=data_root))
-        write_record(results / f"{setting}.json", {
-            "setting": setting, "lr_factor": profile.lr_factor, "model": profile.model,
-            "peak_rate": rate(profile.warmup_steps, profile.model["d_model"], profile.warmup_steps, profile.lr_factor),
-            "rounds": PILOT_ROUNDS, "round_steps": profile.round_steps, "stopped_by": stopped,
-            "best": {k: best[k] for k in ("round", "step", "dev_f1", "dev_ppl", "encoder_similarity")},
-            "dev_curve": curve}, f"python scripts/parsing.py --pilot {setting}")
-    records = {s: json.loads((results / f"{s}.json").read_text())
-               for s in PILOT if (results / f"{s}.json").exists()}
-    waiting = [s for s in PILOT if s not in records and not PILOT[s]["model"].get("norm_first")]
-    if waiting:
-        print(f"pilot: the choice waits for {', '.join(waiting)}")
-        return
-    chosen = pilot_choice(records)
-    write_record(results / "results.json", {
-        "rule": PILOT_RULE, "settings": {s: r["best"] for s, r in records.items()},
-        "chosen": chosen and {"setting": chosen[0], **{k: chosen[1][k] for k in
-                                                       ("round", "step", "dev_f1", "dev_ppl", "encoder_similarity")}}},
-        "python scripts/parsing.py --pilot")
-    print("pilot chose", chosen and chosen[0])
+            [budget(rounds=PILOT_ROUNDS)], key="dev_f1", best_path=select / BEST, curve_path=select / CURVE,
+            data_root=data_root))
+        return {"lr_factor": profile.lr_factor, "model": profile.model,
+                "peak_rate": rate(profile.warmup_steps, profile.model["d_model"], profile.warmup_steps,
+                                  profile.lr_factor),
+                "rounds": PILOT_ROUNDS, "round_steps": profile.round_steps, "stopped_by": stopped,
+                "best": {k: best[k] for k in ROUND_KEYS}, "dev_curve": curve,
+                "command": f"python scripts/parsing.py --pilot {setting.name}"}
+
+    chosen = pilot(list(PILOT.values()), trial, pilot_choice, PILOT_RULE, results, names, VARIANTS)
+    waiting = [s for s in PILOT if s not in VARIANTS and not (results / f"{s}.json").exists()]
+    print(f"pilot: the choice waits for {', '.join(waiting)}" if waiting
+          else f"pilot chose {chosen and chosen['setting']}")
 
 
 @torch.no_grad()
@@ -195,13 +194,14 @@ def start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results, settin
     chose), so that the pilot's rounds are the run's first: the same profile, seed and schedule would
     train them again step for step. Refused unless `profile` is that setting. Returns the setting."""
     if setting is None:
-        path = pilot_results / "results.json"
-        if not path.exists():
-            sys.exit(f"--from-pilot: {path} does not exist; run python scripts/parsing.py --pilot first")
-        chosen = json.loads(path.read_text())["chosen"]
+        try:
+            chosen = chosen_setting(pilot_results, list(PILOT.values()))
+        except ValueError as err:
+            sys.exit(f"--from-pilot: {err}; run python scripts/parsing.py --pilot first")
         if chosen is None:
-            sys.exit(f"--from-pilot: the pilot chose no setting ({path}); there is no run to begin with")
-        setting = chosen["setting"]
+            sys.exit(f"--from-pilot: the pilot chose no setting ({pilot_results / 'results.json'}); there is "
+                     f"no run to begin with")
+        setting = chosen.name
     path = pilot_results / f"{setting}.json"
     if not path.exists():
         sys.exit(f"--from-pilot: {path} does not exist; run python scripts/parsing.py --pilot {setting} first")
@@ -255,7 +255,7 @@ def main(argv=None):
     counts = prepare_ptb(data_root, splits=treebank)
     if args.pilot is not None:
         # beside the run and its results: runs/parsing-pilot/SETTING, results/parsing-pilot
-        return pilot(args.pilot or list(PILOT), treebank, data_root, pilot_runs, pilot_results)
+        return run_pilot(args.pilot or list(PILOT), treebank, data_root, pilot_runs, pilot_results)
     pilot_setting = None
     if args.from_pilot is not None:
         pilot_setting = start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results, variant)

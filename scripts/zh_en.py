@@ -31,10 +31,11 @@ from transformer.decode import translate  # noqa: E402
 from transformer.evaluate import sacre_bleu  # noqa: E402
 from transformer.paper import DECODING  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.rounds import budget, train_in_rounds  # noqa: E402
+from transformer.rounds import budget, chosen_setting, train_in_rounds  # noqa: E402
 from transformer.run import DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
+from parsing import PILOT  # noqa: E402  (scripts/parsing.py: the parser pilot's settings)
 
 # A small post-norm model with the paper's recipe for 6,800 pairs of news text, a 6,000-entry
 # vocabulary set in advance for so small a corpus (the paper: 37,000 for 4.5M pairs), and the rate and
@@ -105,17 +106,18 @@ def fits(curve):
 
 
 def cured_profile(pilot_results):
-    """PROFILE with the parser pilot's chosen lr_factor and P_drop: (profile, the pilot's choice)."""
+    """PROFILE with the setting the parser pilot chose (its lr_factor and P_drop): (profile, the cure)."""
     path = Path(pilot_results) / "results.json"
-    chosen = json.loads(path.read_text())["chosen"] if path.exists() else None
-    if chosen is None:
+    try:
+        setting = chosen_setting(pilot_results, list(PILOT.values()))
+    except ValueError:
+        setting = None
+    if setting is None:
         sys.exit(f"--fit takes its cure from the parser pilot's choice, and {path} has none yet: "
                  f"run python scripts/parsing.py --pilot first")
-    setting = json.loads((Path(pilot_results) / f"{chosen['setting']}.json").read_text())
-    profile = PROFILE.replace(lr_factor=setting["lr_factor"],
-                              model={**PROFILE.model, "P_drop": setting["model"]["P_drop"]})
-    return profile, {"setting": chosen["setting"], "lr_factor": profile.lr_factor,
-                     "P_drop": setting["model"]["P_drop"], "from": str(path.relative_to(path.parents[2]))}
+    profile = setting.apply(PROFILE)
+    return profile, {"setting": setting.name, "lr_factor": profile.lr_factor,
+                     "P_drop": profile.model["P_drop"], "from": str(path.relative_to(path.parents[2]))}
 
 
 def fit(runs, results, data_root, pilot_results, max_minutes):

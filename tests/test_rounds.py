@@ -87,3 +87,44 @@ def test_a_run_trained_past_its_curve_is_refused_before_it_is_scored(tmp_path):
         train_in_rounds(profile, tmp_path / "run", 2, lambda m, v: scored.append(1) or {}, [budget(rounds=3)],
                         sentences=["A dog runs."], log=lambda msg: None)
     assert scored == [] and not (tmp_path / "run" / "dev_curve.json").exists()
+
+
+def test_a_setting_is_named_for_its_changes_and_applies_them_checked():
+    from transformer.profiles import PROFILES
+    from transformer.rounds import Setting
+    setting = Setting.parse(["model.P_drop=0.0", "lr_factor=0.125"])
+    assert setting.name == "lr0.125-pdrop0.0" and setting == Setting.parse(["lr_factor=0.125", "model.P_drop=0.0"])
+    profile = setting.apply(PROFILES["table3-epochs"])
+    assert profile.lr_factor == 0.125 and profile.model["P_drop"] == 0.0 and profile.name == "table3-epochs"
+    assert setting.without("lr_factor").name == "pdrop0.0" and Setting.of({}).name == ""
+    assert Setting.of({"model.norm_first": True}, "prenorm").name == "prenorm"
+    with pytest.raises(ValueError, match="unknown field 'steps'"):
+        Setting.parse(["steps=3"]).apply(PROFILES["table3-epochs"])
+
+
+def test_a_pilot_tries_each_setting_once_and_its_rule_never_sees_a_variant(tmp_path):
+    """Settings tried by separate commands, each record kept; the choice once every setting the rule reads
+    has one; a variant tried and recorded but never waited for and never shown to the rule."""
+    from transformer.rounds import Setting, chosen_setting, pilot
+    settings = [Setting.of({"lr_factor": 0.1}), Setting.of({"lr_factor": 0.2}),
+                Setting.of({"lr_factor": 0.2, "model.norm_first": True}, "pre")]
+    tried, shown = [], []
+
+    def trial(setting):
+        tried.append(setting.name)
+        return {"score": setting.changes["lr_factor"] * (10 if setting.name == "pre" else 1)}
+
+    def choose(records):
+        shown.append(sorted(records))
+        return {"setting": max(records, key=lambda name: records[name]["score"])}
+
+    assert pilot(settings, trial, choose, "the highest score", tmp_path, ["lr0.1"], ["pre"]) is None
+    assert tried == ["lr0.1"] and not (tmp_path / "results.json").exists()      # lr0.2 is still to come
+    with pytest.raises(ValueError, match="has not chosen yet"):
+        chosen_setting(tmp_path, settings)
+    assert pilot(settings, trial, choose, "the highest score", tmp_path, variants=["pre"]) == {"setting": "lr0.2"}
+    assert tried == ["lr0.1", "lr0.2", "pre"] and shown == [["lr0.1", "lr0.2"]]
+    kept = json.loads((tmp_path / "results.json").read_text())
+    assert kept["rule"] == "the highest score" and kept["settings"] == ["lr0.1", "lr0.2", "pre"]
+    assert json.loads((tmp_path / "lr0.1.json").read_text())["changes"] == {"lr_factor": 0.1}
+    assert chosen_setting(tmp_path, settings) == settings[1]

@@ -12,6 +12,7 @@ from transformer.evaluate import COLLAPSED, sacre_bleu
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
 from transformer import rounds, table3, variations
+from transformer.rounds import Setting
 from transformer.table3 import (CLAIMS, LONG_SCALE, ROWS, claim_verdicts, compare, load_records, record_path,
                                 scaled_config, second_seeds, seed_spread)
 from transformer.variations import (LONG, SWEEP, choose_budget, claims_first, main, plateaued, row_epochs,
@@ -101,7 +102,7 @@ def test_one_row_end_to_end_writes_a_record_and_resumes(tmp_path, monkeypatch):
     for key in ("commit", "date", "hardware", "profile", "train_minutes", "parameters"):
         assert key in record
     # asking again reads the record: training would fail now that the data folder is gone
-    monkeypatch.setattr("transformer.variations.train", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr("transformer.rounds.train", lambda *a, **k: pytest.fail("trained again"))
     assert run_row("C1", 1, tmp_path / "runs", tmp_path / "results", base=small) == record
     assert load_records(tmp_path / "results") == {("C1", 1): record}
 
@@ -207,7 +208,11 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     assert long[0] == best["dev_curve"][0]          # the pilot's run, continued
     assert [p["step"] for p in long] == [protocol["steps_per_epoch"] * (i + 1) for i in range(len(long))]
     assert json.loads((results / "protocol.json").read_text()) == protocol and "commit" in protocol
-    assert json.loads((results / "pilot.json").read_text())["pilot"] == protocol["pilot"]
+    # each rate's record, and the choice by the rule written before the pilot ran
+    kept = {p.name: json.loads(p.read_text()) for p in (results / "pilot").iterdir()}
+    assert [{k: kept[f"lr{p['lr_factor']}.json"][k] for k in p} for p in protocol["pilot"]] == protocol["pilot"]
+    assert kept["results.json"]["chosen"] == {"setting": f"lr{best['lr_factor']}"}
+    assert kept["results.json"]["rule"] == variations.PILOT_RULE
     # read back, not decided again
     monkeypatch.setattr(rounds, "train", lambda *a, **k: pytest.fail("trained again"))
     assert choose_budget(runs, results, root, **quiet) == protocol
@@ -243,7 +248,7 @@ def test_a_signal_during_the_dev_evaluation_stops_the_sweep_and_loses_no_epoch(t
     run, quiet = tmp_path / "run", dict(dev_sentences=3, progress=False, log=lambda msg: None)
     steps = variations.data_size(small, run, root)[0]
     scored = []
-    real_translate = variations.translate
+    real_translate = table3.translate
 
     def translate_then_signal(*args, **kwargs):
         scored.append(1)
@@ -251,7 +256,7 @@ def test_a_signal_during_the_dev_evaluation_stops_the_sweep_and_loses_no_epoch(t
             os.kill(os.getpid(), signal.SIGINT)
         return real_translate(*args, **kwargs)
 
-    monkeypatch.setattr(variations, "translate", translate_then_signal)
+    monkeypatch.setattr(table3, "translate", translate_then_signal)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -324,9 +329,12 @@ def test_the_pilot_chooses_the_rate_by_bleu_where_perplexity_would_choose_anothe
         return {"epoch": epoch, "step": 10 * epoch, "dev_ppl": ppl, "dev_bleu": bleu, "encoder_similarity": 0.5,
                 "train_minutes": epoch, "eval_minutes": 0.1}
 
-    pilots = [{"lr_factor": lr, "run": f"run-lr{lr}", "dev_curve": [point(1, ppl, bleu)]}
+    pilots = [{"lr_factor": lr, "run": f"table3-epochs-base-seed1-lr{lr}", "dev_curve": [point(1, ppl, bleu)]}
               for lr, ppl, bleu in ((0.25, 50, 9.0), (0.5, 40, 6.0))]       # perplexity picks 0.5, BLEU 0.25
-    (results / "pilot.json").write_text(json.dumps({"pilot": pilots}))
+    (results / "pilot").mkdir()
+    for p in pilots:            # the rates' records, as a pilot stopped before its choice left them
+        (results / "pilot" / f"lr{p['lr_factor']}.json").write_text(json.dumps(p))
+    monkeypatch.setattr(variations, "PILOT_LR", (0.25, 0.5))
     monkeypatch.setattr(variations, "PILOT_EPOCHS", 1)
     monkeypatch.setattr(variations, "data_size", lambda *a, **k: (10, 400))
     continued = []
@@ -337,7 +345,7 @@ def test_the_pilot_chooses_the_rate_by_bleu_where_perplexity_would_choose_anothe
 
     monkeypatch.setattr(variations, "train_epochs", train_epochs)
     protocol = choose_budget(tmp_path / "runs", results, None, progress=False, log=lambda m: None)
-    assert protocol["chosen"]["lr_factor"] == 0.25 and continued == [(0.25, "run-lr0.25")]
+    assert protocol["chosen"]["lr_factor"] == 0.25 and continued == [(0.25, "table3-epochs-base-seed1-lr0.25")]
     assert protocol["budget_epochs"] == 2 and protocol["pilot"] == pilots
 
 
@@ -412,9 +420,10 @@ def test_a_row_diagnosed_at_another_rate_trains_apart_from_the_sweep(tmp_path, m
     monkeypatch.setattr(variations, "write_dev_translations", lambda *a, **k: None)   # nothing trained
     monkeypatch.setattr(variations, "machines_of", lambda run: [])                     # nor anywhere
     runs, results = tmp_path / "runs", tmp_path / "results"
-    assert variations.records_dir(results, protocol, 0.25) == results      # the protocol's own rate
-    assert variations.records_dir(results, protocol, 0.125) == results / "lr0.125"
-    variations.converged_sweep([("C3", 1)], runs, results, None, "test", lr_factor=0.125)
+    lr = Setting.parse(["lr_factor=0.125"])
+    assert variations.records_dir(results, protocol, Setting.parse(["lr_factor=0.25"])) == results   # the protocol's
+    assert variations.records_dir(results, protocol, lr) == results / "lr0.125"
+    variations.converged_sweep([("C3", 1)], runs, results, None, "test", lr)
     name = row_profile("C3", 1, LONG, LONG_SCALE).name
     assert trained == [(f"{name}-lr0.125", 0.125, f"{name}-lr0.125", 2)]
     record = json.loads((results / "lr0.125" / "C3-seed1.json").read_text())
@@ -423,7 +432,7 @@ def test_a_row_diagnosed_at_another_rate_trains_apart_from_the_sweep(tmp_path, m
     assert (runs / "taken" / "C3-seed1-lr0.125").exists()
     assert "outside the protocol" in capsys.readouterr().out
     # the base row's first seed at another rate is trained, not read from the protocol's run
-    variations.converged_sweep([("base", 1)], runs, results, None, "test", lr_factor=0.125)
+    variations.converged_sweep([("base", 1)], runs, results, None, "test", lr)
     assert trained[-1][1] == 0.125 and (results / "lr0.125" / "base-seed1.json").exists()
 
 
@@ -442,9 +451,12 @@ def test_a_row_diagnosed_at_another_dropout_trains_apart_from_the_sweep(tmp_path
     monkeypatch.setattr(variations, "write_dev_translations", lambda *a, **k: None)   # nothing trained
     monkeypatch.setattr(variations, "machines_of", lambda run: [])                     # nor anywhere
     runs, results = tmp_path / "runs", tmp_path / "results"
-    assert variations.records_dir(results, protocol, P_drop=0.1) == results / "pdrop0.1"
-    assert variations.records_dir(results, protocol, 0.125, 0.1) == results / "lr0.125-pdrop0.1"
-    variations.converged_sweep([("big", 1)], runs, results, None, "test", P_drop=0.1)
+    drop = Setting.parse(["model.P_drop=0.1"])
+    assert variations.records_dir(results, protocol, drop) == results / "pdrop0.1"
+    # the same changes name the same folder, in whatever order they are given
+    both = Setting.parse(["model.P_drop=0.1", "lr_factor=0.125"])
+    assert variations.records_dir(results, protocol, both) == results / "lr0.125-pdrop0.1"
+    variations.converged_sweep([("big", 1)], runs, results, None, "test", drop)
     name = row_profile("big", 1, LONG, LONG_SCALE).name
     # the protocol's rate, the row's widths, the dropout changed; the run named for it
     assert trained == [(f"{name}-pdrop0.1", 0.25, 0.1, f"{name}-pdrop0.1")]
@@ -453,30 +465,43 @@ def test_a_row_diagnosed_at_another_dropout_trains_apart_from_the_sweep(tmp_path
     assert load_records(results) == {}          # no verdict of the sweep reads it
     assert (runs / "taken" / "big-seed1-pdrop0.1").exists()
     # the same, for fewer epochs than big's budget (3x the base row's): apart again
-    assert variations.records_dir(results, protocol, P_drop=0.1, epochs=3) == results / "pdrop0.1-epochs3"
-    variations.converged_sweep([("big", 1)], runs, results, None, "test", P_drop=0.1, epochs=3)
+    short_drop = Setting.parse(["model.P_drop=0.1", "epochs=3"])
+    assert variations.records_dir(results, protocol, short_drop) == results / "pdrop0.1-epochs3"
+    variations.converged_sweep([("big", 1)], runs, results, None, "test", short_drop)
     assert trained[-1] == (f"{name}-pdrop0.1-epochs3", 0.25, 0.1, f"{name}-pdrop0.1-epochs3")
     short = json.loads((results / "pdrop0.1-epochs3" / "big-seed1.json").read_text())
     assert short["epochs"] == 3 and len(short["dev_curve"]) == 3 and record["epochs"] == 6
-    assert short["outside_protocol"] == {"P_drop": 0.1, "epochs": 3}
-    assert record["outside_protocol"] == {"P_drop": 0.1}
+    assert short["outside_protocol"] == {"model.P_drop": 0.1, "epochs": 3}
+    assert record["outside_protocol"] == {"model.P_drop": 0.1}
     assert (runs / "taken" / "big-seed1-pdrop0.1-epochs3").exists()
 
 
-def test_the_command_diagnoses_only_named_rows_of_the_converged_sweep(tmp_path, capsys):
-    for argv in (["--lr-factor", "0.1"], ["C3", "--short", "--lr-factor", "0.1"], ["C3", "--lr-factor", "0"]):
-        with pytest.raises(SystemExit):
-            main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
-        assert "--lr-factor" in capsys.readouterr().err
-    for argv in (["--p-drop", "0.1"], ["big", "--short", "--p-drop", "0.1"], ["big", "--p-drop", "1"]):
-        with pytest.raises(SystemExit):
-            main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
-        assert "--p-drop" in capsys.readouterr().err
-    for argv in (["--epochs", "5"], ["big", "--short", "--epochs", "5"], ["big", "--epochs", "0"]):
-        with pytest.raises(SystemExit):
-            main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
-        assert "--epochs" in capsys.readouterr().err
+@pytest.mark.parametrize("argv, message", [
+    (["--set", "model.P_drop=0.0"], "name them"), (["B1", "--short", "--set", "lr_factor=0.1"], "name them"),
+    (["--lr-factor", "0.1"], "--lr-factor"), (["big", "--short", "--p-drop", "0.1"], "--p-drop"),
+    (["--epochs", "5"], "--epochs"), (["big", "--epochs", "0"], "--epochs"),
+    (["C3", "--lr-factor", "0"], "lr_factor must be positive"), (["big", "--p-drop", "1"], r"P_drop must be in"),
+    (["C3", "--set", "steps=5"], "unknown field 'steps'"), (["C3", "--set", "epochs=0"], "at least 1"),
+    (["C3", "--set", "model.P_drop"], "key=value"),
+])
+def test_a_diagnosis_names_rows_of_the_converged_sweep_and_changes_a_run_could_train_with(
+        tmp_path, capsys, argv, message):
+    """--set (with its aliases --lr-factor and --p-drop, and --epochs) is refused before anything starts:
+    without named rows, with --short, or with a change that no run could train with."""
+    with pytest.raises(SystemExit):
+        main(argv + ["--results", str(tmp_path / "r"), "--runs", str(tmp_path / "runs")])
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "runs").exists()
+
+
+def test_the_old_flags_are_the_same_setting_as_set():
+    """--lr-factor and --p-drop stay for one release, as aliases: the same setting, the same folders."""
+    from transformer.variations import asked_setting, build_parser
+    parser = build_parser()
+    old = asked_setting(parser, parser.parse_args(["B1", "--p-drop", "0.0", "--lr-factor", "0.125", "--epochs", "60"]))
+    new = asked_setting(parser, parser.parse_args(["B1", "--set", "lr_factor=0.125", "model.P_drop=0.0",
+                                                   "epochs=60"]))
+    assert old == new and new.name == "lr0.125-pdrop0.0-epochs60"
 
 
 def test_a_run_leaves_the_collapse_at_the_first_epoch_below_the_threshold():

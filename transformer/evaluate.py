@@ -10,7 +10,6 @@ __all__ = [
 
 import argparse
 import json
-import math
 import re
 import sys
 import time
@@ -24,7 +23,7 @@ from transformer.checkpoint import CheckpointError
 from transformer.cli import (check_writable, length_penalty_alpha, positive_int,
                              write_lines)
 from transformer.corpora import DownloadError, load_split, split_paths
-from transformer.data import EOS, Vocab, atomic_file, read_lines
+from transformer.data import EOS, Vocab, read_lines
 from transformer.decode import ALPHA, BEAM, check_search, decoding, translate
 from transformer.machine import resolve_device
 from transformer.model import Transformer

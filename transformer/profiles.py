@@ -5,7 +5,7 @@
 
 __all__ = [
     "steps_per_interval", "PAPER_BASE_SAVE_EVERY", "PAPER_BIG_SAVE_EVERY", "Profile", "PROFILES",
-    "get_profile", "resume_command", "parse_overrides",
+    "get_profile", "resume_command", "parse_overrides", "parse_items", "checked_changes",
 ]
 
 import ast
@@ -305,14 +305,29 @@ def _accepts(hint, value):
 def parse_overrides(items: list[str], profile: Profile) -> dict:
     """['max_steps=50', 'model.P_drop=0.2'] -> changes for Profile.replace, checked
     against the field types."""
-    profile_types = typing.get_type_hints(Profile)
-    model_types = typing.get_type_hints(TransformerConfig)
-    changes, model = {}, dict(profile.model)
+    return checked_changes(parse_items(items), profile)
+
+
+def parse_items(items: list[str]) -> dict:
+    """['max_steps=50', 'model.P_drop=0.2'] -> {'max_steps': 50, 'model.P_drop': 0.2}:
+    each value a Python literal, or else the text as a string."""
+    pairs = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep:
             raise ValueError(f"--set expects key=value, got {item!r}")
-        value = _literal(text)
+        pairs[key] = _literal(text)
+    return pairs
+
+
+def checked_changes(pairs: dict, profile: Profile) -> dict:
+    """{'max_steps': 50, 'model.P_drop': 0.2} -> changes for Profile.replace, each
+    checked against its field's type (and the model's against its preset)."""
+    profile_types = typing.get_type_hints(Profile)
+    model_types = typing.get_type_hints(TransformerConfig)
+    changes, model = {}, dict(profile.model)
+    for key, value in pairs.items():
+        item = f"{key}={value!r}"
         if key.startswith("model."):
             name, types_ = key[len("model."):], model_types
         elif key not in ("name", "model"):
@@ -336,6 +351,7 @@ def parse_overrides(items: list[str], profile: Profile) -> dict:
         try:
             TransformerConfig.preset(profile.preset, **model)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"--set {' '.join(items)}: {err}") from None
+            given = " ".join(f"{k}={v!r}" for k, v in pairs.items())
+            raise ValueError(f"--set {given}: {err}") from None
         changes["model"] = model
     return changes

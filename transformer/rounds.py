@@ -6,13 +6,14 @@ model (paper section 6.1: choices made on the development set)."""
 
 __all__ = [
     "StopRule", "best_round", "patience", "budget", "dev_decides", "Rounds", "train_in_rounds",
-    "measure_round",
+    "measure_round", "SHORT_NAMES", "Setting", "pilot", "chosen_setting",
 ]
 
+import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +24,10 @@ from transformer.corpora import load_split
 from transformer.data import Vocab, atomic_file
 from transformer.distributed import StopRequest
 from transformer.evaluate import COLLAPSED, encoder_similarity
-from transformer.model import Transformer
-from transformer.profiles import Profile
+from transformer.model import Transformer, TransformerConfig
+from transformer.profiles import Profile, checked_changes, parse_items
 from transformer.run import CURVE, dev_ppl_at, load_model
+from transformer.runlog import write_record
 from transformer.train import train
 
 # A stop rule reads the rounds so far and says why to stop now, or None to go on.
@@ -158,3 +160,75 @@ def measure_round(run: str | Path, number: int, summary: dict,
             "encoder_similarity": round(encoder_similarity(model, vocab, sentences), 4),
             "eval_minutes": round((time.time() - started) / 60, 2)}
     return point, model, vocab
+
+
+# short names that keep a setting's name readable; any other field is named as written
+SHORT_NAMES = {"lr_factor": "lr", "model.P_drop": "pdrop"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A variation of an experiment: `changes` are the KEY=VALUE pairs that
+    `train --set` takes (`lr_factor`, `model.P_drop`, ...), `name` names its run
+    folder and its records."""
+    name: str
+    changes: dict
+
+    @classmethod
+    def of(cls, changes: dict, name: str | None = None) -> "Setting":
+        """A setting of `changes`, named for them unless `name` is given."""
+        order = [f.name for f in dataclasses.fields(Profile)] + [
+            f"model.{f.name}" for f in dataclasses.fields(TransformerConfig)]
+        changes = dict(sorted(changes.items(), key=lambda kv: (
+            order.index(kv[0]) if kv[0] in order else len(order), kv[0])))
+        return cls(name or "-".join(f"{SHORT_NAMES.get(k, k.split('.')[-1])}{v}"
+                                    for k, v in changes.items()), changes)
+
+    @classmethod
+    def parse(cls, items: Iterable[str], name: str | None = None) -> "Setting":
+        """['lr_factor=0.125', 'model.P_drop=0.0'] -> a Setting."""
+        return cls.of(parse_items(list(items)), name)
+
+    def apply(self, profile: Profile) -> Profile:
+        """`profile` with the changes, each checked against its field."""
+        return profile.replace(**checked_changes(self.changes, profile))
+
+    def without(self, *keys: str) -> "Setting":
+        """The same setting less some of its changes (renamed for what is left)."""
+        return Setting.of({k: v for k, v in self.changes.items() if k not in keys})
+
+
+def pilot(settings: list[Setting], trial: Callable[[Setting], dict],
+          choose: Callable[[dict[str, dict]], dict | None], rule: str,
+          results: str | Path, try_now: Iterable[str] | None = None,
+          variants: Iterable[str] = ()) -> dict | None:
+    """Try `settings` (those named in `try_now`, by default all) that have no record
+    yet: trial(setting) trains one and returns its record, kept as results/NAME.json.
+    Once every setting but the `variants` has a record, choose(records) (a function of
+    those records alone) picks one ({"setting": NAME, ...} or None); the choice is
+    kept with `rule` in results/results.json and returned. None while some wait."""
+    results, variants = Path(results), set(variants)
+    names = set(try_now) if try_now is not None else {s.name for s in settings}
+    for setting in settings:
+        path = results / f"{setting.name}.json"
+        if setting.name in names and not path.exists():
+            write_record(path, {"setting": setting.name, "changes": setting.changes,
+                                **trial(setting)})
+    records = {s.name: json.loads(path.read_text()) for s in settings
+               if (path := results / f"{s.name}.json").exists()}
+    if any(s.name not in records for s in settings if s.name not in variants):
+        return None
+    chosen = choose({k: r for k, r in records.items() if k not in variants})
+    write_record(results / "results.json",
+                 {"rule": rule, "settings": list(records), "chosen": chosen})
+    return chosen
+
+
+def chosen_setting(results: str | Path, settings: list[Setting]) -> Setting | None:
+    """The setting a pilot chose (results/results.json), or None where it chose none;
+    ValueError where the pilot has not chosen yet."""
+    path = Path(results) / "results.json"
+    if not path.exists():
+        raise ValueError(f"{path} does not exist: the pilot has not chosen yet")
+    chosen = json.loads(path.read_text())["chosen"]
+    return chosen and next(s for s in settings if s.name == chosen["setting"])

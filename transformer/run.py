@@ -7,8 +7,8 @@ yields (paper section 5.2)."""
 __all__ = [
     "REPOSITORY", "SHIPPED_MODEL", "PROFILE", "RUN_INFO", "VOCAB", "DATA", "DATA_MANIFEST",
     "CHECKPOINTS", "TRAIN_LOG", "DEV_LOG", "TENSORBOARD", "CURVE", "BEST", "LOCK", "RUN_FILES",
-    "RunInUse", "run_folder", "run_lock", "checkpoint_file", "checkpoint_paths", "checkpoint_step",
-    "save_checkpoint", "logged_steps", "could_have_saved", "set_logs_aside",
+    "RunInUse", "run_folder", "run_lock", "take_run", "checkpoint_file", "checkpoint_paths",
+    "checkpoint_step", "save_checkpoint", "logged_steps", "could_have_saved", "set_logs_aside",
     "load_latest_checkpoint", "check_same_model", "write_profile", "run_profile", "read_log",
     "dev_ppl_at", "keep_record", "DATA_FIELDS", "DATA_FIELD_DEFAULTS", "data_manifest",
     "check_run_data", "prepare_data", "load_model", "check_not_ctranslate2", "load_averaged",
@@ -130,6 +130,15 @@ def run_lock(out_dir: str | Path) -> Iterator[None]:
         yield
     finally:
         handle.close()
+
+
+def take_run(runs: str | Path, name: str) -> contextlib.AbstractContextManager:
+    """The lock one process holds while it works on the job `name` of a folder of
+    runs (a row of a sweep, a protocol being decided): RunInUse where another process
+    holds it."""
+    holder = Path(runs) / "taken" / name
+    holder.mkdir(parents=True, exist_ok=True)
+    return run_lock(holder)
 
 
 def checkpoint_file(out_dir: str | Path, step: int) -> Path:

@@ -2,20 +2,27 @@
 
 """Table 3 at a CPU's scale: its rows with every width divided, their results records,
 the spread of the base row's seeds that is the noise, and the verdict on each of the
-paper's claims (paper section 6.2)."""
+paper's claims, and the order the sweep runs its rows in (paper section 6.2)."""
 
 __all__ = [
     "ROWS", "WIDTHS", "SCALE", "LONG_SCALE", "NOISE_SEEDS", "check_row", "scaled_config",
-    "record_path", "load_records", "seed_spread", "row_mean", "compare", "left_collapse",
-    "smallest_keys", "second_seeds", "CLAIMS", "claim_verdicts", "claims_by_verdict",
+    "record_path", "load_records", "sweep_plan", "row_epochs", "seed_spread", "row_mean", "compare",
+    "left_collapse", "smallest_keys", "second_seeds", "table3_translations",
+    "write_dev_translations", "table3_dev_bleu", "claims_first", "CLAIMS", "claim_verdicts",
+    "claims_by_verdict",
 ]
 
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from transformer.evaluate import COLLAPSED
-from transformer.model import PRESETS, TransformerConfig
+from transformer.corpora import load_split
+from transformer.data import Vocab
+from transformer.decode import ALPHA, BEAM, translate
+from transformer.evaluate import COLLAPSED, sacre_bleu
+from transformer.model import PRESETS, Transformer, TransformerConfig
 from transformer.paper import TABLE3
+from transformer.run import load_model
 
 
 # Table 3's order: base, A1-A4, B1-B2, C1-C7, D1-D4, E, big
@@ -66,6 +73,28 @@ def load_records(results_dir: str | Path = "results/table3"
         record = json.loads(path.read_text())
         records[record["row"], record["seed"]] = record
     return records
+
+
+def sweep_plan(rows: Iterable[str] | None = None) -> list[tuple[str, int]]:
+    """(row, seed) pairs in run order: the base row's noise seeds first, then every
+    other row once. A row written ROW:SEED is that seed alone (another seed of a row
+    whose verdict is close to the noise, say), in the order given."""
+    named = [row.partition(":") for row in rows or ROWS]
+    for row, colon, seed in named:
+        check_row(row)
+        if colon and not (seed.isdigit() and int(seed) >= 1):
+            raise ValueError(f"{row}:{seed}: a seed is a whole number of at least 1")
+    rows = [row for row, colon, _ in named if not colon]
+    plan = [("base", s) for s in NOISE_SEEDS] if "base" in rows else []
+    return (plan + [(row, 1) for row in rows if row != "base"]
+            + [(row, int(seed)) for row, colon, seed in named if colon])
+
+
+def row_epochs(row: str, protocol: dict) -> int:
+    """A row's budget in the converged sweep: the base row's, times the row's train
+    steps over base's (the big model 3x, as in the paper)."""
+    return protocol["budget_epochs"] * PRESETS[row]["train_steps"] // PRESETS["base"][
+        "train_steps"]
 
 
 def seed_spread(records: dict, metric: str) -> float | None:
@@ -122,6 +151,43 @@ def second_seeds(records: dict) -> list[tuple[str, int]]:
     return [(row, 2) for (row, seed), r in records.items()
             if row != "base" and seed == 1 and (row, 2) not in records
             and any(abs(r[m] - mean[m]) <= spread[m] for m in metrics)]
+
+
+def table3_translations(model: Transformer, vocab: Vocab,
+                        pairs: list[tuple[str, str]]) -> list[str]:
+    """Table 3's search (beam 4, alpha 0.6) over the sources of `pairs`."""
+    return translate(model, vocab, [s for s, _ in pairs], beam_size=BEAM, alpha=ALPHA,
+                     progress=False)
+
+
+def write_dev_translations(run: str | Path, path: Path, corpus: str,
+                           data_root: str | Path | None = None,
+                           dev_sentences: int | None = None) -> None:
+    """The run's last dev translations (its last checkpoint, Table 3's search), one a
+    line: what its last dev BLEU scored, kept beside its record to be re-scored."""
+    model, vocab, _ = load_model(run, 1)
+    pairs = load_split(corpus, "dev", data_root)[:dev_sentences]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(h + "\n" for h in table3_translations(model, vocab, pairs)),
+                    encoding="utf-8")
+
+
+def table3_dev_bleu(pairs: list[tuple[str, str]]
+                    ) -> Callable[[Transformer, Vocab], dict]:
+    """Table 3's dev score of a model: BLEU of table3_translations over `pairs`,
+    sacreBLEU cased, to two decimals, with its signature."""
+    def score(model, vocab):
+        hyps = table3_translations(model, vocab, pairs)
+        bleu, signature = sacre_bleu(hyps, [t for _, t in pairs])
+        return {"dev_bleu": round(bleu, 2), "dev_bleu_signature": signature}
+    return score
+
+
+def claims_first(plan: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(row, seed) pairs of `plan` reordered: the base row, then the rows that some
+    claim of CLAIMS compares, then the others, each group in its own order."""
+    claimed = {row for _, a, b in CLAIMS for row in (a, b) if row}
+    return sorted(plan, key=lambda rs: (rs[0] != "base", rs[0] not in claimed))
 
 
 # (claim, row a, row b): the paper's text says a beats b on BLEU; b None: a is about

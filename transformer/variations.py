@@ -2,48 +2,41 @@
 
 """The Table 3 sweeps as recipes over training in rounds: the short sweep, and the
 converged one with its pilot, its protocol, each row's budget, the diagnoses outside the
-protocol, and the command that runs them (paper section 6.2)."""
+protocol (settings, chapter 6.1), and the command that runs them (paper section 6.2)."""
 
 __all__ = [
-    "SWEEP", "row_profile", "run_row", "sweep_plan", "LONG", "PILOT_LR", "PILOT_EPOCHS",
-    "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN", "CURVE_KEYS", "data_size", "table3_translations",
-    "write_dev_translations", "table3_dev_bleu", "train_epochs", "plateaued", "choose_budget",
-    "decide_protocol", "row_epochs", "off_protocol", "diagnosis_name", "records_dir",
-    "run_row_epochs", "take_run", "claims_first", "converged_sweep", "EXAMPLES", "build_parser",
-    "list_runs", "short_sweep", "main",
+    "SWEEP", "row_profile", "run_row", "LONG", "PILOT_LR", "PILOT_EPOCHS", "PILOT_RULE",
+    "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN", "CURVE_KEYS", "data_size", "train_epochs",
+    "plateaued", "choose_budget", "decide_protocol", "PROTOCOL", "diagnosis", "records_dir",
+    "run_row_epochs", "converged_sweep", "EXAMPLES", "build_parser", "asked_setting", "list_runs",
+    "short_sweep", "main",
 ]
 
 import argparse
-import contextlib
 import json
 import math
 import signal
 import sys
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from transformer.cli import positive_int
 from transformer.corpora import DownloadError, load_split
 from transformer.data import BatchStream, Vocab
-from transformer.decode import ALPHA, BEAM, translate
 from transformer.distributed import Runtime, StopRequest, keep_freed_memory
-from transformer.cli import positive_int
-from transformer.evaluate import evaluate_run, sacre_bleu
-from transformer.model import PRESETS, Transformer, TransformerConfig
+from transformer.model import Transformer, TransformerConfig
 from transformer.paper import TABLE3
 from transformer.profiles import PROFILES, Profile
-from transformer.rounds import budget, train_in_rounds
-from transformer.run import RunInUse, dev_ppl_at, load_model, prepare_data, run_lock
+from transformer.rounds import Setting, budget, chosen_setting, pilot, train_in_rounds
+from transformer.run import VOCAB, RunInUse, prepare_data, take_run
 from transformer.runlog import machines_of, write_record
-from transformer.table3 import (CLAIMS, LONG_SCALE, NOISE_SEEDS, ROWS, SCALE, WIDTHS,
-                                check_row, load_records, record_path, scaled_config,
-                                second_seeds)
-from transformer.train import train
-
-
+from transformer.table3 import (LONG_SCALE, ROWS, SCALE, WIDTHS, claims_first,
+                                load_records, record_path, row_epochs, scaled_config,
+                                second_seeds, sweep_plan, table3_dev_bleu,
+                                write_dev_translations)
 
 # the sweep's data and schedule (transformer/profiles.py)
 SWEEP = PROFILES["table3-cpu"]
@@ -62,54 +55,28 @@ def run_row(row: str, seed: int = 1, runs_dir: str | Path = "runs/table3-short",
             results_dir: str | Path = "results/table3-short", base: Profile = SWEEP,
             data_root: str | Path | None = None, dev_sentences: int | None = None,
             progress: bool = True, command: str | None = None) -> dict:
-    """The 400-step sweep: train (or resume) one row, score it on the dev set and write
-    its record; return the record."""
+    """The 400-step sweep: train (or resume) one row as one round of training in
+    rounds, its last checkpoint scored on the dev set as Table 3 was (beam search, no
+    averaging); write its record and return it."""
     profile = row_profile(row, seed, base)
     out = record_path(results_dir, row, seed)
     if out.exists():
         return json.loads(out.read_text())
     run = Path(runs_dir) / profile.name
-    summary = train(profile, run, data_root, progress=progress)
-    dev_ppl = dev_ppl_at(run, summary["steps"])
-    if dev_ppl is None:
-        raise RuntimeError(f"{run}: no dev perplexity at the last step "
-                           f"{summary['steps']}; eval_every ({profile.eval_every}) "
-                           f"must divide max_steps ({profile.max_steps})")
-    started = time.time()
-    # as Table 3: beam search, no checkpoint averaging
-    scores = evaluate_run(run, "dev", average_last=1, beam_size=BEAM, alpha=ALPHA,
-                          data_root=data_root, max_sentences=dev_sentences,
-                          progress=progress)
+    pairs = load_split(profile.corpus, "dev", data_root)[:dev_sentences]
+    point = train_in_rounds(profile, run, profile.max_steps, table3_dev_bleu(pairs),
+                            [budget(rounds=1)], sentences=[s for s, _ in pairs],
+                            data_root=data_root, progress=progress).curve[0]
+    cfg = TransformerConfig.preset(row, **profile.model)
     record = {
-        "row": row, "seed": seed, "scale": SCALE,
-        "config": asdict(TransformerConfig.preset(row, **profile.model)),
-        "paper": TABLE3[row],
-        "dev_ppl": round(dev_ppl, 3),
-        "dev_bleu": scores["sacrebleu"],
-        "dev_bleu_signature": scores["sacrebleu_signature"],
-        "dev_sentences": scores["sentences"],
-        "parameters": summary["parameters"],
-        "steps": summary["steps"],
-        "train_minutes": round(summary["train_minutes"], 2),
-        "eval_minutes": round((time.time() - started) / 60, 2),
-        "profile": asdict(profile),
+        "row": row, "seed": seed, "scale": SCALE, "config": asdict(cfg),
+        "paper": TABLE3[row], "dev_sentences": len(pairs),
+        **{k: point[k] for k in ("dev_ppl", "dev_bleu", "dev_bleu_signature")},
+        "parameters": Transformer(cfg, len(Vocab.load(run / VOCAB))).num_parameters(),
+        "steps": point["step"], "train_minutes": point["train_minutes"],
+        "eval_minutes": point["eval_minutes"], "profile": asdict(profile),
     }
     return write_record(out, record, command)
-
-
-def sweep_plan(rows: Iterable[str] | None = None) -> list[tuple[str, int]]:
-    """(row, seed) pairs in run order: the base row's noise seeds first, then every
-    other row once. A row written ROW:SEED is that seed alone (another seed of a row
-    whose verdict is close to the noise, say), in the order given."""
-    named = [row.partition(":") for row in rows or ROWS]
-    for row, colon, seed in named:
-        check_row(row)
-        if colon and not (seed.isdigit() and int(seed) >= 1):
-            raise ValueError(f"{row}:{seed}: a seed is a whole number of at least 1")
-    rows = [row for row, colon, _ in named if not colon]
-    plan = [("base", s) for s in NOISE_SEEDS] if "base" in rows else []
-    return (plan + [(row, 1) for row in rows if row != "base"]
-            + [(row, int(seed)) for row, colon, seed in named if colon])
 
 
 # The converged sweep: every row at an eighth of the width, trained epoch by epoch for
@@ -117,6 +84,8 @@ def sweep_plan(rows: Iterable[str] | None = None) -> list[tuple[str, int]]:
 LONG = PROFILES["table3-epochs"]
 PILOT_LR = (0.125, 0.25, 0.5, 1.0)   # lr_factor candidates, tried on the base row
 PILOT_EPOCHS = 8                     # about 900 steps: well past the warm-up
+PILOT_RULE = (f"the lr_factor whose base-row run has the highest dev BLEU after "
+              f"{PILOT_EPOCHS} epochs (the smaller rate of equals)")
 MIN_EPOCHS, MAX_EPOCHS = 10, 60
 PLATEAU_GAIN = 0.02              # less than 2% better over the last fifth: levelled off
 # what a record keeps of each epoch
@@ -130,35 +99,6 @@ def data_size(profile: Profile, run: str | Path, data_root: str | Path | None = 
                                   log=lambda m: None)
     stream = BatchStream(data, profile.tokens_per_step, seed=profile.seed)
     return len(stream.batches(0)), len(vocab)
-
-
-def table3_translations(model: Transformer, vocab: Vocab,
-                        pairs: list[tuple[str, str]]) -> list[str]:
-    """Table 3's search (beam 4, alpha 0.6) over the sources of `pairs`."""
-    return translate(model, vocab, [s for s, _ in pairs], beam_size=BEAM, alpha=ALPHA,
-                     progress=False)
-
-
-def write_dev_translations(run: str | Path, path: Path, corpus: str,
-                           data_root: str | Path | None = None,
-                           dev_sentences: int | None = None) -> None:
-    """The run's last dev translations (its last checkpoint, Table 3's search), one a
-    line: what its last dev BLEU scored, kept beside its record to be re-scored."""
-    model, vocab, _ = load_model(run, 1)
-    pairs = load_split(corpus, "dev", data_root)[:dev_sentences]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(h + "\n" for h in table3_translations(model, vocab, pairs)),
-                    encoding="utf-8")
-
-
-def table3_dev_bleu(pairs: list[tuple[str, str]]
-                    ) -> Callable[[Transformer, Vocab], dict]:
-    """Table 3's dev score of a model: BLEU of table3_translations over `pairs`,
-    sacreBLEU cased, to two decimals."""
-    def score(model, vocab):
-        hyps = table3_translations(model, vocab, pairs)
-        return {"dev_bleu": round(sacre_bleu(hyps, [t for _, t in pairs])[0], 2)}
-    return score
 
 
 def train_epochs(profile: Profile, run: str | Path, epochs: int, epoch_steps: int,
@@ -201,8 +141,8 @@ def choose_budget(runs_dir: str | Path = "runs/table3",
     rate factor with the highest dev BLEU after PILOT_EPOCHS epochs, then that
     run continued epoch by epoch until its dev perplexity levels off; that many epochs
     is every row's budget. Kept as results_dir/protocol.json (read back if there); the
-    learning-rate choice alone is kept as results_dir/pilot.json as soon as it is made,
-    so that a new checkout does not try the rates again."""
+    pilot's records and its choice are kept in results_dir/pilot/ as soon as each is
+    made, so that a new checkout does not try the rates again."""
     out = Path(results_dir) / "protocol.json"
     if out.exists():
         return json.loads(out.read_text())
@@ -218,37 +158,38 @@ def decide_protocol(runs_dir: str | Path, results_dir: str | Path,
                     data_root: str | Path | None, dev_sentences: int | None,
                     progress: bool, log: Callable[[str], None], command: str | None
                    ) -> dict:
-    out = Path(results_dir) / "protocol.json"
-    pilot_path = Path(results_dir) / "pilot.json"
     base = row_profile("base", 1, LONG, LONG_SCALE)
+    rates = [Setting.of({"lr_factor": lr}) for lr in PILOT_LR]
     # the data, prepared in the first rate's run folder
-    size = data_size(base, Path(runs_dir) / f"{base.name}-lr{PILOT_LR[0]}", data_root)
-    if pilot_path.exists():
-        pilots = json.loads(pilot_path.read_text())["pilot"]
-    else:
-        pilots = []
-        for lr in PILOT_LR:
-            profile = base.replace(name=f"{base.name}-lr{lr}", lr_factor=lr)
-            curve = train_epochs(profile, Path(runs_dir) / profile.name, PILOT_EPOCHS,
-                                 size[0], data_root, dev_sentences, progress=progress,
-                                 log=log)
-            # the chosen rate's run goes on: its pilot is its first PILOT_EPOCHS
-            pilots.append({"lr_factor": lr, "run": profile.name,
-                           "dev_curve": curve[:PILOT_EPOCHS]})
-        write_record(pilot_path, {"pilot": pilots}, command)
+    size = data_size(base, Path(runs_dir) / f"{base.name}-{rates[0].name}", data_root)
+
+    def epochs(setting, count, stop=None):
+        profile = setting.apply(base).replace(name=f"{base.name}-{setting.name}")
+        return train_epochs(profile, Path(runs_dir) / profile.name, count, size[0],
+                            data_root, dev_sentences, stop, progress, log)
+
+    def trial(setting):
+        return {"lr_factor": setting.changes["lr_factor"], "command": command,
+                "run": f"{base.name}-{setting.name}",
+                "dev_curve": epochs(setting, PILOT_EPOCHS)[:PILOT_EPOCHS]}
+
     # BLEU, not perplexity: a decoder that has not learnt to read its source can still
     # model German well enough to win on perplexity (the page measures it)
-    chosen = max(pilots, key=lambda p: p["dev_curve"][PILOT_EPOCHS - 1]["dev_bleu"])
-    profile = base.replace(name=chosen["run"], lr_factor=chosen["lr_factor"])
-    curve = train_epochs(profile, Path(runs_dir) / chosen["run"], MAX_EPOCHS, size[0],
-                         data_root, dev_sentences, stop=plateaued, progress=progress,
-                         log=log)
+    def by_bleu(records):
+        return {"setting": max(records, key=lambda s: records[s]["dev_curve"][-1][
+            "dev_bleu"])}
+
+    pilots = Path(results_dir) / "pilot"
+    pilot(rates, trial, by_bleu, PILOT_RULE, pilots)
+    chosen = chosen_setting(pilots, rates)
+    curve = epochs(chosen, MAX_EPOCHS, plateaued)
     protocol = {
         "scale": LONG_SCALE, "steps_per_epoch": size[0], "vocab": size[1],
-        "pilot": pilots,
-        "chosen": {"lr_factor": chosen["lr_factor"], "warmup_steps": base.warmup_steps,
+        "pilot": [{k: json.loads((pilots / f"{s.name}.json").read_text())[k]
+                   for k in ("lr_factor", "run", "dev_curve")} for s in rates],
+        "chosen": {**chosen.changes, "warmup_steps": base.warmup_steps,
                    "by": f"highest dev BLEU after {PILOT_EPOCHS} epochs"},
-        "base_long": {"run": chosen["run"], "dev_curve": curve,
+        "base_long": {"run": f"{base.name}-{chosen.name}", "dev_curve": curve,
                       "rule": f"stop when the best dev perplexity of the last fifth of "
                               f"the epochs (at least 2) beats the epoch before them by "
                               f"less than {PLATEAU_GAIN:.0%}, after at least "
@@ -256,44 +197,28 @@ def decide_protocol(runs_dir: str | Path, results_dir: str | Path,
                       "levelled_off": plateaued(curve)},
         "budget_epochs": len(curve),
     }
-    return write_record(out, protocol, command)
+    return write_record(Path(results_dir) / "protocol.json", protocol, command)
 
 
-def row_epochs(row: str, protocol: dict) -> int:
-    """A row's budget: the base row's, times the row's train steps over base's (the
-    big model 3x, as in the paper)."""
-    return protocol["budget_epochs"] * PRESETS[row]["train_steps"] // PRESETS["base"][
-        "train_steps"]
+# the protocol itself: no change
+PROTOCOL = Setting.of({})
 
 
-def off_protocol(protocol: dict, lr_factor: float | None = None,
-                 P_drop: float | None = None, epochs: int | None = None) -> dict:
-    """What takes a run outside the protocol, to diagnose a row: a learning-rate factor
-    other than the chosen one, a dropout rate set for the row, or a number of epochs
-    set for the run instead of the row's budget. Empty: none."""
-    changes = {}
-    if lr_factor not in (None, protocol["chosen"]["lr_factor"]):
-        changes["lr_factor"] = lr_factor
-    if P_drop is not None:
-        changes["P_drop"] = P_drop
-    if epochs is not None:
-        changes["epochs"] = epochs
-    return changes
+def diagnosis(protocol: dict, setting: Setting = PROTOCOL) -> Setting:
+    """What takes a run outside the protocol, to diagnose a row: `setting`'s changes
+    to the row's profile (`lr_factor=0.125`, `model.P_drop=0.0`, and `epochs=N` for
+    a number of epochs instead of the row's budget), less a learning-rate factor that
+    is the protocol's own. Its name ('lr0.125', 'pdrop0.1-epochs60') suffixes the
+    runs and names the folder of their records; '' for the protocol itself."""
+    same = setting.changes.get("lr_factor") == protocol["chosen"]["lr_factor"]
+    return setting.without("lr_factor") if same else setting
 
 
-def diagnosis_name(changes: dict) -> str:
-    """'lr0.125', 'pdrop0.1', 'epochs60' or several joined by '-': the suffix of a
-    diagnosis's runs and the folder of its records; '' for the protocol itself."""
-    short = {"lr_factor": "lr", "P_drop": "pdrop", "epochs": "epochs"}
-    return "-".join(f"{short[key]}{value}" for key, value in changes.items())
-
-
-def records_dir(results: str | Path, protocol: dict, lr_factor: float | None = None,
-                P_drop: float | None = None, epochs: int | None = None) -> Path:
-    """Where a run's record goes: `results` under the protocol; a run outside it, a
-    diagnosis of one row, has its record in results/<diagnosis_name>, where no verdict
-    of the sweep reads it."""
-    name = diagnosis_name(off_protocol(protocol, lr_factor, P_drop, epochs))
+def records_dir(results: str | Path, protocol: dict, setting: Setting = PROTOCOL
+               ) -> Path:
+    """Where a run's record goes: `results` under the protocol; a diagnosis of a row
+    has its records in results/<its name>, where no verdict of the sweep reads them."""
+    name = diagnosis(protocol, setting).name
     return Path(results) / name if name else Path(results)
 
 
@@ -303,30 +228,25 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
                    data_root: str | Path | None = None,
                    dev_sentences: int | None = None, progress: bool = True,
                    command: str | None = None, log: Callable[[str], None] = print,
-                   lr_factor: float | None = None, P_drop: float | None = None,
-                   epochs: int | None = None) -> dict:
+                   setting: Setting = PROTOCOL) -> dict:
     """Train (or resume) one row for its budget of epochs, with a dev point per epoch;
     write and return its record. The base row's first seed is the protocol's own run,
-    whose first epochs it reads. Outside the protocol (an lr_factor other than the
-    protocol's, a P_drop of its own, or `epochs` instead of the budget), the run is
-    named for its diagnosis (as the pilot's runs are for their rates), continues such a
-    run if there is one, and its record names the changes (`outside_protocol`)."""
+    whose first epochs it reads. A diagnosis (`setting`: see `diagnosis`) trains a
+    run named for it (as the pilot's runs are for their rates), continues such a run
+    if there is one, and its record names the changes (`outside_protocol`)."""
     out = record_path(results_dir, row, seed)
     if out.exists():
         return json.loads(out.read_text())
-    changes = off_protocol(protocol, lr_factor, P_drop, epochs)
-    base = LONG.replace(lr_factor=changes.get("lr_factor",
-                                              protocol["chosen"]["lr_factor"]))
-    profile = row_profile(row, seed, base, LONG_SCALE)
-    if "P_drop" in changes:
-        profile = profile.replace(model={**profile.model, "P_drop": P_drop})
-    if changes:
-        profile = profile.replace(name=f"{profile.name}-{diagnosis_name(changes)}")
-    epochs = changes.get("epochs", row_epochs(row, protocol))
+    changes = diagnosis(protocol, setting)
+    base = LONG.replace(lr_factor=protocol["chosen"]["lr_factor"])
+    profile = changes.without("epochs").apply(row_profile(row, seed, base, LONG_SCALE))
+    if changes.name:
+        profile = profile.replace(name=f"{profile.name}-{changes.name}")
+    epochs = changes.changes.get("epochs", row_epochs(row, protocol))
     run = Path(runs_dir) / profile.name
     # the machines it trained on, from the run folder: none for the protocol's own run
     trained_on = {}
-    if (row, seed) == ("base", 1) and not changes:
+    if (row, seed) == ("base", 1) and not changes.name:
         curve = protocol["base_long"]["dev_curve"][:epochs]
     else:
         curve = train_epochs(profile, run, epochs, protocol["steps_per_epoch"],
@@ -344,47 +264,27 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
         "train_minutes": curve[-1]["train_minutes"],
         "eval_minutes": round(sum(p["eval_minutes"] for p in curve), 2),
         "profile": asdict(profile), **trained_on,
-        **({"outside_protocol": changes} if changes else {}),
+        **({"outside_protocol": changes.changes} if changes.name else {}),
     }
     return write_record(out, record, command)
 
 
-def take_run(runs: str | Path, name: str) -> contextlib.AbstractContextManager:
-    """A lock that one process holds while it trains the run `name` (or decides the
-    protocol): RunInUse where another process holds it."""
-    holder = Path(runs) / "taken" / name
-    holder.mkdir(parents=True, exist_ok=True)
-    return run_lock(holder)
-
-
-def claims_first(plan: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    """(row, seed) pairs of `plan` reordered: the base row, then the rows that some
-    claim of CLAIMS compares, then the others, each group in its own order."""
-    claimed = {row for _, a, b in CLAIMS for row in (a, b) if row}
-    return sorted(plan, key=lambda rs: (rs[0] != "base", rs[0] not in claimed))
-
-
 def converged_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str | Path,
                     data_dir: str | Path | None, command: str | None,
-                    lr_factor: float | None = None, P_drop: float | None = None,
-                    epochs: int | None = None) -> None:
+                    setting: Setting = PROTOCOL) -> None:
     """The protocol, then every (row, seed) of plan and the second seeds the records
     ask for, the rows of the paper's claims first; each run resumes where it was
     stopped. Once the protocol is decided, several processes can share the sweep: each
-    takes the first run that no other process holds. With an lr_factor other than the
-    protocol's, a P_drop or a number of epochs, the runs of plan alone, so changed,
-    outside the protocol (records_dir)."""
+    takes the first run that no other process holds. With a `setting` that changes
+    the protocol (a diagnosis), the runs of plan alone, so changed, apart from it."""
     protocol = choose_budget(runs, results, data_dir, command=command)
-    changes = off_protocol(protocol, lr_factor, P_drop, epochs)
-    out = records_dir(results, protocol, lr_factor, P_drop, epochs)
-    suffix = f"-{diagnosis_name(changes)}" if changes else ""
-    print(f"budget: {protocol['budget_epochs']} epochs of "
-          f"{protocol['steps_per_epoch']} steps, lr_factor "
-          f"{changes.get('lr_factor', protocol['chosen']['lr_factor'])}"
-          + (f", P_drop {P_drop}" if "P_drop" in changes else "")
-          + (f", {epochs} epochs for every row named" if "epochs" in changes else "")
-          + (f" (outside the protocol; records in {out})" if changes else ""),
-          flush=True)
+    changes = diagnosis(protocol, setting)
+    out = records_dir(results, protocol, setting)
+    suffix = f"-{changes.name}" if changes.name else ""
+    print(f"budget: {protocol['budget_epochs']} epochs of {protocol['steps_per_epoch']}"
+          f" steps, lr_factor {protocol['chosen']['lr_factor']}" + (
+              f"; outside the protocol: {changes.changes} (records in {out})"
+              if changes.name else ""), flush=True)
     while True:
         # the rows the paper's claims compare come first (second seeds included), so
         # that verdicts arrive early
@@ -399,8 +299,7 @@ def converged_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str 
                     print(f"row {row}, seed {seed} ({len(todo)} without a record)",
                           flush=True)
                     record = run_row_epochs(row, seed, protocol, runs, out, data_dir,
-                                            command=command, lr_factor=lr_factor,
-                                            P_drop=P_drop, epochs=epochs)
+                                            command=command, setting=setting)
                 break
             except RunInUse:
                 busy += 1                   # another process is training it
@@ -421,8 +320,9 @@ EXAMPLES = """examples:
   python -m transformer.variations base A1 --threads 1      # two rows, one thread each
   python -m transformer.variations base:4 A1:3       # more seeds of a row, in the sweep
   python -m transformer.variations --short           # the 400-step sweep, every row
-  python -m transformer.variations big --p-drop 0.1  # a diagnosis, outside the protocol
-  python -m transformer.variations big --p-drop 0.1 --epochs 60   # the same, shorter
+  # diagnoses, outside the protocol: a row with its profile changed, or for N epochs
+  python -m transformer.variations B1 --set model.P_drop=0.0 lr_factor=0.125
+  python -m transformer.variations big --set model.P_drop=0.1 --epochs 60
 
 Records go to results/table3 (one JSON per row and seed); the same command resumes."""
 
@@ -435,67 +335,60 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("rows", nargs="*",
                         help=f"Table 3 rows to run (default: all): {' '.join(ROWS)}; "
                              f"ROW:SEED for one more seed of a row")
-    parser.add_argument("--short", action="store_true",
-                        help="the 400-step sweep at a quarter of the width "
-                             "(results/table3-short) instead of the converged one")
-    parser.add_argument("--runs", help="where the run folders go (default runs/table3, "
-                                       "or runs/table3-short)")
-    parser.add_argument("--results", help="where the records go, one JSON per row "
-                                          "(default results/table3, or "
-                                          "results/table3-short)")
+    parser.add_argument("--short", action="store_true", help="the 400-step sweep at a "
+                        "quarter of the width instead of the converged one")
+    parser.add_argument("--runs", help="run folders (default runs/table3[-short])")
+    parser.add_argument("--results", help="the records, one JSON per row and seed "
+                                          "(default results/table3[-short])")
     parser.add_argument("--data-dir",
                         help="corpus cache directory (default $TRANSFORMER_DATA)")
     parser.add_argument("--threads", type=positive_int,
                         help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--list", action="store_true",
                         help="show which rows have records, and stop")
-    parser.add_argument("--lr-factor", type=float,
-                        help="train the rows named (seed 1) at this learning-rate "
-                             "factor instead of the protocol's: runs outside the "
-                             "protocol, to diagnose a row, with their records in "
-                             "RESULTS/lr<factor>, apart from the sweep's")
-    parser.add_argument("--p-drop", type=float,
-                        help="train the rows named (seed 1) with this dropout rate "
-                             "instead of their own: runs outside the protocol, to "
-                             "diagnose a row, with their records in "
-                             "RESULTS/pdrop<rate>, apart from the sweep's")
-    parser.add_argument("--epochs", type=positive_int,
-                        help="train the rows named (seed 1) for this many epochs "
-                             "instead of their budget: runs outside the protocol, "
-                             "with their records in RESULTS/epochs<N> (after the "
-                             "other changes' names, if any)")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help=(
+        "train the rows named (seed 1) with these changes to their profile, as train "
+        "--set takes them (lr_factor=0.125 model.P_drop=0.0 ...): a diagnosis outside "
+        "the protocol, its records in RESULTS/<its name> (lr0.125-pdrop0.0)"))
+    parser.add_argument("--epochs", type=positive_int, help="with the rows named, this "
+                        "many epochs instead of their budget (epochs<N> in the name)")
+    for flag, key in (("--lr-factor", "lr_factor"), ("--p-drop", "model.P_drop")):
+        parser.add_argument(flag, type=float,
+                            help=f"the same as --set {key}=X (kept for one release)")
     return parser
 
 
-def _check_diagnosis(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse (parser.error) --lr-factor, --p-drop or --epochs without named rows or
-    with --short, a learning-rate factor that is not positive, and a dropout rate
-    outside [0, 1)."""
-    for flag, value in (("--lr-factor", args.lr_factor), ("--p-drop", args.p_drop),
-                        ("--epochs", args.epochs)):
-        if value is not None and (args.short or not args.rows):
-            parser.error(f"{flag} diagnoses rows of the converged sweep: name them, "
-                         f"without --short")
-    if args.lr_factor is not None and args.lr_factor <= 0:
-        parser.error(f"--lr-factor must be positive, not {args.lr_factor}")
-    if args.p_drop is not None and not 0 <= args.p_drop < 1:
-        parser.error(f"--p-drop must be in [0, 1), not {args.p_drop}")
+def asked_setting(parser: argparse.ArgumentParser, args: argparse.Namespace
+                 ) -> Setting:
+    """The diagnosis the command asks for, as one Setting (--lr-factor and --p-drop
+    are aliases of --set; --epochs adds epochs=N). Refused (parser.error) without
+    named rows or with --short, and with a change no run could train with."""
+    aliases = {"lr_factor": args.lr_factor, "model.P_drop": args.p_drop,
+               "epochs": args.epochs}
+    items = args.set + [f"{k}={v!r}" for k, v in aliases.items() if v is not None]
+    if items and (args.short or not args.rows):
+        parser.error("--set, --epochs, --lr-factor and --p-drop diagnose rows of the "
+                     "converged sweep: name them, without --short")
+    try:
+        setting = Setting.parse(items)
+        # every change checked, on a row's profile, before anything starts
+        positive_int(str(setting.changes.get("epochs", 1)))
+        setting.without("epochs").apply(row_profile("base", 1, LONG, LONG_SCALE))
+    except (ValueError, argparse.ArgumentTypeError) as err:
+        parser.error(f"{' '.join(items)}: {err}")
+    return setting
 
 
 def list_runs(plan: list[tuple[str, int]], results: str | Path,
-              lr_factor: float | None = None, P_drop: float | None = None,
-              epochs: int | None = None) -> None:
-    """Print, for each (row, seed) of plan and each second seed the records ask for,
-    whether its record is in `results` yet (for a diagnosis, once the protocol is
-    decided, in its own folder: records_dir)."""
-    protocol_path = Path(results) / "protocol.json"
-    diagnosis = (lr_factor, P_drop, epochs) != (None, None, None)
-    if diagnosis and protocol_path.exists():
-        results = records_dir(results, json.loads(protocol_path.read_text()),
-                              lr_factor, P_drop, epochs)
+              setting: Setting = PROTOCOL) -> None:
+    """Print whether each (row, seed) of plan, and each second seed the records ask
+    for, has its record yet (a diagnosis's in its own folder: records_dir)."""
+    protocol = Path(results) / "protocol.json"
+    if setting.changes and protocol.exists():
+        results = records_dir(results, json.loads(protocol.read_text()), setting)
     for row, seed in plan + second_seeds(load_records(results)):
-        path = record_path(results, row, seed)
-        print(f"{row:5} seed {seed}: {'done' if path.exists() else 'to run'}")
+        done = record_path(results, row, seed).exists()
+        print(f"{row:5} seed {seed}: {'done' if done else 'to run'}")
 
 
 def short_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str | Path,
@@ -504,16 +397,14 @@ def short_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str | Pa
     row's dev scores printed as it ends."""
     for i, (row, seed) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] row {row}, seed {seed}", flush=True)
-        record = run_row(row, seed, runs, results, data_root=data_dir, command=command)
-        print(f"  dev PPL {record['dev_ppl']}, dev BLEU {record['dev_bleu']}",
-              flush=True)
+        r = run_row(row, seed, runs, results, data_root=data_dir, command=command)
+        print(f"  dev PPL {r['dev_ppl']}, dev BLEU {r['dev_bleu']}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    _check_diagnosis(parser, args)
-    diagnosis = (args.lr_factor, args.p_drop, args.epochs) != (None, None, None)
+    setting = asked_setting(parser, args)
     suffix = "-short" if args.short else ""
     runs = args.runs or f"runs/table3{suffix}"
     results = args.results or f"results/table3{suffix}"
@@ -523,12 +414,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(err))
     if args.threads:
         torch.set_num_threads(args.threads)
-    if diagnosis:
+    if setting.changes:
         # no noise seeds in a diagnosis, only seed 1 and the seeds named
         plan = [(row, seed) for row, seed in plan
                 if seed == 1 or f"{row}:{seed}" in args.rows]
     if args.list:
-        list_runs(plan, results, args.lr_factor, args.p_drop, args.epochs)
+        list_runs(plan, results, setting)
         return
     keep_freed_memory()
     command = " ".join(["python -m transformer.variations", *(argv or sys.argv[1:])])
@@ -540,8 +431,7 @@ def main(argv: list[str] | None = None) -> None:
         # a signal outside a training loop stops the sweep at once, even where SIGINT
         # came in ignored
         with StopRequest():
-            converged_sweep(plan, runs, results, args.data_dir, command,
-                            args.lr_factor, args.p_drop, args.epochs)
+            converged_sweep(plan, runs, results, args.data_dir, command, setting)
     except DownloadError as err:     # no corpus and no network: one line, not a trace
         sys.exit(f"error: {err}")
     except KeyboardInterrupt:
