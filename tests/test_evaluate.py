@@ -35,6 +35,30 @@ def test_average_refuses_different_models(tmp_path):
         average_checkpoints([])
 
 
+def test_a_run_s_model_reads_each_checkpoint_once(tmp_path, monkeypatch):
+    """load_model takes the configuration and vocabulary from the newest checkpoint, and averages it with
+    the ones before without reading it a second time."""
+    from transformer import checkpoint as checkpoint_module
+    from transformer import run as run_module
+    vocab = train_bpe([("a dog runs .", "ein hund läuft .")] * 20, vocab_size=300)
+    cfg = TransformerConfig(N=1, d_model=8, d_ff=8, h=2, max_len=16)
+    torch.manual_seed(0)
+    for step in (1, 2, 3):
+        save_checkpoint(tmp_path, step, {"model": Transformer(cfg, len(vocab)).state_dict(),
+                                         "model_config": asdict(cfg), "vocab": vocab.proto}, keep=5)
+    read = []
+    real = checkpoint_module.load_checkpoint
+
+    def counted(path, *args, **kwargs):
+        read.append(path.name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_module, "load_checkpoint", counted)
+    monkeypatch.setattr(run_module, "load_checkpoint", counted)
+    _, _, used = load_model(tmp_path, 3)
+    assert sorted(read) == sorted(used) == ["step_0000001.pt", "step_0000002.pt", "step_0000003.pt"]
+
+
 def test_load_model_without_checkpoints_says_to_train(tmp_path):
     with pytest.raises(FileNotFoundError, match=rf"^no checkpoints in {tmp_path / 'checkpoints'}; train first"):
         load_model(tmp_path)

@@ -142,15 +142,18 @@ def checkpoint_weights(path: str | Path) -> dict[str, torch.Tensor]:
     return load_checkpoint(path)["model"]
 
 
-def average_checkpoints(paths: Iterable[str | Path]) -> dict[str, torch.Tensor]:
+def average_checkpoints(paths: Iterable[str | Path], newest: dict | None = None
+                       ) -> dict[str, torch.Tensor]:
     """The element-wise mean of the model weights stored in the given checkpoint
-    files."""
+    files. `newest`: the last file's checkpoint, already read by the caller (it is not
+    read again)."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("average_checkpoints needs at least one checkpoint")
     total = None
     for path in paths:
-        state = checkpoint_weights(path)
+        state = (newest["model"] if newest is not None and path == paths[-1]
+                 else checkpoint_weights(path))
         if total is None:
             total = {k: v.double() if v.is_floating_point() else v.clone()
                      for k, v in state.items()}

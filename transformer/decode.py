@@ -18,7 +18,7 @@ import torch
 from tqdm import tqdm
 
 from transformer.data import BOS, EOS, PAD, Vocab
-from transformer.model import Transformer
+from transformer.model import Transformer, evaluating
 from transformer.paper import DECODING
 
 # the paper's search, as decoding's defaults: beam 4, alpha 0.6, input length + 50
@@ -52,13 +52,12 @@ def decoding(model: torch.nn.Module) -> Iterator[None]:
     The fast decoders (below) switch the check off once the source is encoded: they
     feed back only ids the model itself chose, and checking them would cost a host
     sync at every step."""
-    was_training, check = model.training, getattr(model, "validate_ids", True)
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
-        model.validate_ids = check
+    check = getattr(model, "validate_ids", True)
+    with evaluating(model):
+        try:
+            yield
+        finally:
+            model.validate_ids = check
 
 
 @torch.no_grad()

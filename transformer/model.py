@@ -4,9 +4,11 @@
 Transformer."""
 
 __all__ = [
-    "TransformerConfig", "PRESETS", "check_batch", "Transformer",
+    "TransformerConfig", "PRESETS", "check_batch", "Transformer", "evaluating",
 ]
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -261,3 +263,15 @@ class Transformer(nn.Module):
     def num_parameters(self) -> int:
         """Number of distinct parameters (a shared matrix counts once)."""
         return sum(p.numel() for p in self.parameters())
+
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[None]:
+    """Evaluation mode (no dropout) inside the block; the model's mode before it is
+    restored afterwards, also when the block raises."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)

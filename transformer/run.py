@@ -458,5 +458,5 @@ def load_averaged(run_dir: str | Path, average_last: int | None,
     cfg = TransformerConfig(**last["model_config"])
     vocab = Vocab(last["vocab"])
     model = Transformer(cfg, len(vocab))
-    model.load_state_dict(average_checkpoints(paths[-average_last:]))
+    model.load_state_dict(average_checkpoints(paths[-average_last:], newest=last))
     return model.to(device).eval(), vocab, [p.name for p in paths[-average_last:]]

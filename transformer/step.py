@@ -24,6 +24,7 @@ from transformer.data import (PAD, BatchStream, ParallelData, Vocab,
                               split_batch)
 from transformer.loss import label_smoothed_nll
 from transformer.machine import cpu_has_bf16
+from transformer.model import evaluating
 from transformer.profiles import Profile
 
 if TYPE_CHECKING:           # for type checkers only: the continued page defines it
@@ -167,15 +168,14 @@ def dev_loss(model: nn.Module, data: ParallelData, max_tokens: int, eps_ls: floa
              rt: "Runtime", amp: bool = True) -> dict[str, float]:
     """Label-smoothed loss and NLL per target token, and perplexity, on held-out data
     (no dropout)."""
-    was_training = model.training
-    model.eval()
     totals = torch.zeros(3, dtype=torch.float64, device=rt.device)
-    for idx in BatchStream(data, max_tokens).batches(0):
-        src, tgt_in, tgt_out = (t.to(rt.device) for t in collate(data, idx))
-        with autocast(rt.device, amp):
-            logits = model(src, tgt_in)
-        totals += torch.stack(label_smoothed_nll(logits, tgt_out, eps_ls, PAD)).double()
-    model.train(was_training)
+    with evaluating(model):
+        for idx in BatchStream(data, max_tokens).batches(0):
+            src, tgt_in, tgt_out = (t.to(rt.device) for t in collate(data, idx))
+            with autocast(rt.device, amp):
+                logits = model(src, tgt_in)
+            totals += torch.stack(label_smoothed_nll(logits, tgt_out, eps_ls,
+                                                     PAD)).double()
     loss, nll, n = totals.tolist()      # one wait for the device, at the end
     return {"dev_loss": loss / n, "dev_nll": nll / n, "dev_ppl": float(np.exp(nll / n))}
 
