@@ -185,6 +185,20 @@ def test_bpe_keeps_symbols_whole_and_refuses_a_symbol_with_a_space():
         train_bpe(pairs, vocab_size=300, symbols=["(S XX"])
 
 
+def test_a_word_vocabulary_gives_one_entry_per_word_and_the_rarest_none():
+    """vocab_model "word" (chapter 6.3's source side): one id per word, an unseen or rare word the unknown
+    token, never spelled in bytes; anything else is refused."""
+    from transformer.data import UNK
+    pairs = [("the cat sat on the mat .", "(S (NP XX XX ) (VP XX ) XX )"),
+             ("a dog runs fast .", "(S (NP XX XX ) (VP XX ) XX )")] * 30 + [("one rare word", "(X XX XX XX )")]
+    vocab = train_bpe(pairs, vocab_size=20, model_type="word")
+    ids = vocab.encode("the cat runs home .")
+    assert len(ids) == 5 and ids[3] == UNK and UNK not in ids[:3]
+    assert len(vocab) <= 20 and not any(vocab.sp.is_byte(i) for i in range(len(vocab)))
+    with pytest.raises(ValueError, match="model_type"):
+        train_bpe(pairs, vocab_size=20, model_type="char")
+
+
 def test_a_run_folder_made_before_whole_target_words_still_resumes(tmp_path):
     import json
 

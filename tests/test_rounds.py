@@ -57,6 +57,17 @@ def test_stop_rules_read_the_rounds_so_far():
     assert all(rule([]) is None for rule in (patience("x", 1), budget(rounds=1), budget(minutes=1)))
 
 
+def test_patience_can_read_a_smoothed_score():
+    """With a window, a round counts as better only if the mean of the latest rounds is: one lucky round
+    does not reset the count, a steady rise does."""
+    curve = [{"x": x} for x in (1, 6, 1, 3, 4, 5)]
+    assert patience("x", 4)(curve) == "x not better for 4 rounds"           # the lucky round 2 is the best
+    assert patience("x", 4, window=3)(curve) is None            # means 1, 3.5, 2.7, 3.3, 2.7, 4: the last
+    curve += [{"x": 1}, {"x": 1}]                                # means 3.3, 2.3: two rounds below 4
+    assert patience("x", 2, window=3)(curve) == "x not better for 2 rounds"
+    assert patience("x", 1, window=2)([{"x": 1}]) is None
+
+
 def test_patience_waits_while_the_encoder_is_collapsed():
     """A dev score that stopped improving says nothing while the encoder does not read its input:
     the run goes on until the last round's similarity is below COLLAPSED, then patience counts as

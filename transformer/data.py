@@ -191,14 +191,16 @@ NORMALIZATION = "nmt_nfkc"
 
 def train_bpe(pairs: list[tuple[str, str]], vocab_size: int,
               max_sentences: int = 4_000_000, seed: int = 0,
-              symbols: Iterable[str] = (), normalization: str = NORMALIZATION
-             ) -> Vocab:
+              symbols: Iterable[str] = (), normalization: str = NORMALIZATION,
+              model_type: str = "bpe") -> Vocab:
     """Learn one BPE vocabulary over both sides of `pairs`; returns a Vocab.
 
     `symbols`: words that must never be split (chapter 6.3's tree brackets): each is
     one entry of the vocabulary, matched at the start of a word (a longer word that
     begins with a symbol's letters is split after them). `normalization`: the
-    sentencepiece rule the vocabulary applies to every text ("identity": none)."""
+    sentencepiece rule the vocabulary applies to every text ("identity": none).
+    `model_type` "word": one entry per word instead, the `vocab_size` most frequent
+    (at most), every other word the unknown token (no byte fallback)."""
     import io
     import sentencepiece as spm
     rng = random.Random(seed)
@@ -207,12 +209,16 @@ def train_bpe(pairs: list[tuple[str, str]], vocab_size: int,
     sentences = [s for pair in sample for s in pair]
     if any(not s or s.split() != [s] for s in symbols):
         raise ValueError("a symbol must be one word, without spaces")
+    if model_type not in ("bpe", "word"):
+        raise ValueError(f"model_type must be 'bpe' or 'word', got {model_type!r}")
+    word = model_type == "word"
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=model,
             vocab_size=vocab_size,
-            model_type="bpe", character_coverage=1.0, byte_fallback=True,
+            model_type=model_type, character_coverage=1.0, byte_fallback=not word,
+            hard_vocab_limit=not word,
             pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
             normalization_rule_name=normalization, num_threads=os.cpu_count() or 1,
             minloglevel=2, input_sentence_size=max_sentences,

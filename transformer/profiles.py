@@ -45,14 +45,13 @@ class Profile:
     # overrides of the model preset, e.g. {"P_drop": 0.3}
     model: dict = field(default_factory=dict)
     vocab_size: int = 37000
-    # training pairs with more BPE tokens on a side are dropped
-    max_len: int = 256
-    # word-count ratio above which a training pair is dropped
-    clean_ratio: float = 1.5
+    max_len: int = 256             # pairs with more tokens on a side are dropped
+    clean_ratio: float = 1.5       # and those whose word-count ratio is above this
     # keep the target side's own words (those never seen on the source side) whole,
     # one vocabulary entry each: chapter 6.3's brackets; False: the joint BPE splits
     # both sides alike
     whole_target_words: bool = False
+    vocab_model: str = "bpe"       # or "word": one entry per word, the rarest unknown
     train_pairs: int | None = None # only the first n cleaned pairs
     max_tokens: int = 8192         # padded tokens per micro-batch per device
     tokens_per_step: int = 25000   # padded tokens per optimizer step, over all devices
@@ -76,10 +75,12 @@ class Profile:
     # a compiled step meets few shapes; None: 8 when compiled, none otherwise
     pad_to: int | None = None
     # Training in rounds (rounds.train_in_rounds), for a recipe whose length the dev set
-    # decides: steps per round, rounds without a better dev score before it stops,
-    # rounds before that rule applies, and the most rounds it may train.
+    # decides: steps per round, rounds without a better dev score (the mean of the
+    # patience_window latest) before it stops, rounds before that rule applies, and the
+    # most rounds it may train.
     round_steps: int | None = None
     patience: int | None = None
+    patience_window: int = 1
     min_rounds: int = 1
     max_rounds: int | None = None
 
@@ -109,9 +110,13 @@ def _check_profile(p: Profile) -> TransformerConfig:
     if p.preset not in PRESETS:
         raise ValueError(f"profile {p.name}: unknown preset {p.preset!r}; "
                          f"choose one of {', '.join(PRESETS)}")
+    if p.vocab_model not in ("bpe", "word"):
+        raise ValueError(f"profile {p.name}: vocab_model must be 'bpe' or 'word', got "
+                         f"{p.vocab_model!r}")
     for key in ("max_len", "max_steps", "save_every_steps", "eval_every", "keep_last",
                 "average_last", "tokens_per_step", "warmup_steps", "train_pairs",
-                "round_steps", "patience", "min_rounds", "max_rounds"):
+                "round_steps", "patience", "patience_window", "min_rounds",
+                "max_rounds"):
         value = getattr(p, key)
         if value is not None and value < 1:
             raise ValueError(f"profile {p.name}: {key} must be at least 1, got {value}")

@@ -39,14 +39,17 @@ def best_round(curve: list[dict], key: str) -> dict | None:
     return max(curve, key=lambda p: p[key]) if curve else None
 
 
-def patience(key: str, rounds: int, min_rounds: int = 1) -> StopRule:
+def patience(key: str, rounds: int, min_rounds: int = 1, window: int = 1
+             ) -> StopRule:
     """Stop once `rounds` rounds in a row have not beaten the best `key` (higher is
-    better); not before `min_rounds`, since early scores sit at a floor and only
+    better), each round's score the mean of the `window` latest rounds' (a noisy score
+    smoothed); not before `min_rounds`, since early scores sit at a floor and only
     wobble; and never while the encoder is collapsed: a model that does not read its
     input sits at a floor too, and a post-norm encoder may leave it late (6.2)."""
     def rule(curve):
-        best = best_round(curve, key)
-        waited = len(curve) - 1 - curve.index(best) if best else 0
+        means = [sum(p[key] for p in curve[max(0, i + 1 - window):i + 1])
+                 / min(window, i + 1) for i in range(len(curve))]
+        waited = len(curve) - 1 - means.index(max(means)) if curve else 0
         collapsed = curve and curve[-1].get("encoder_similarity", 0) >= COLLAPSED
         if len(curve) >= min_rounds and waited >= rounds and not collapsed:
             return f"{key} not better for {rounds} rounds"
@@ -69,7 +72,8 @@ def dev_decides(profile: Profile, key: str, minutes: float | None = None
                 ) -> list[StopRule]:
     """The stop rules of a profile whose length the dev set decides: patience on `key`
     as the profile says, a budget of minutes, and the profile's most rounds."""
-    return [patience(key, profile.patience, profile.min_rounds),
+    return [patience(key, profile.patience, profile.min_rounds,
+                     profile.patience_window),
             budget(minutes=minutes), budget(rounds=profile.max_rounds)]
 
 

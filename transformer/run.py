@@ -323,11 +323,11 @@ def keep_record(run: str | Path, dest: str | Path, names: tuple[str, ...] = (
 # The fields that decide the prepared data (VOCAB, DATA): a run folder keeps them
 # fixed.
 DATA_FIELDS = ("corpus", "vocab_size", "max_len", "clean_ratio", "train_pairs",
-               "whole_target_words")
+               "whole_target_words", "vocab_model")
 
 
 # what a field was before it existed, for run folders made before it
-DATA_FIELD_DEFAULTS = {"whole_target_words": False}
+DATA_FIELD_DEFAULTS = {"whole_target_words": False, "vocab_model": "bpe"}
 
 
 def data_manifest(profile: Profile) -> dict:
@@ -373,7 +373,8 @@ def prepare_data(profile: Profile, out_dir: str | Path, rt: "Runtime",
         symbols = (sorted({w for _, tgt in pairs for w in tgt.split()}
                           - {w for src, _ in pairs for w in src.split()})
                    if profile.whole_target_words else ())
-        vocab = train_bpe(pairs, profile.vocab_size, seed=profile.seed, symbols=symbols)
+        vocab = train_bpe(pairs, profile.vocab_size, seed=profile.seed, symbols=symbols,
+                          model_type=profile.vocab_model)
         train, too_long = encode_pairs(vocab, pairs, profile.max_len)
         dev, _ = encode_pairs(vocab, load_split(profile.corpus, "dev", data_root))
         log(f"joint BPE vocabulary of {len(vocab)}; {too_long} pairs longer than "
