@@ -243,11 +243,11 @@ def test_a_model_read_while_its_run_rotates_a_checkpoint_away_loads_the_newest(r
     from transformer.run import load_model
     real, calls = run_module.average_checkpoints, []
 
-    def rotated_on_first_read(paths):
+    def rotated_on_first_read(paths, newest=None):
         calls.append(paths)
         if len(calls) == 1:
             paths[0].unlink()                  # the trainer's rotation, between listing and reading
-        return real(paths)
+        return real(paths, newest=newest)
 
     monkeypatch.setattr(run_module, "average_checkpoints", rotated_on_first_read)
     _, _, used = load_model(run, log=lambda msg: None)
