@@ -34,6 +34,13 @@ wiring), each for PILOT_ROUNDS rounds on the same schedule, dev only; each setti
 results/parsing-pilot/SETTING.json when its rounds are done, and once every post-norm setting has one,
 results/parsing-pilot/results.json applies the rule fixed before the pilot ran (PILOT_RULE). Settings
 may be trained by separate commands side by side (one thread each); killed, each resumes.
+
+    python scripts/parsing.py --pilot bpe-source      # the source vocabulary pilot, one command
+    python scripts/parsing.py --pilot word-source     # a setting, side by side
+
+The source vocabulary pilot trains the profile's parser with its BPE source (pieces) and with a word
+source (one entry per word, the rarest the unknown token), each PILOT_ROUNDS rounds; records in
+results/parsing-pilot-vocab/, the choice by VOCAB_RULE, fixed before the pilot ran.
 """
 import argparse
 import json
@@ -131,10 +138,6 @@ PILOT_RULE = (f"among the post-norm settings, the one with the highest greedy de
               f"{COLLAPSED} within {PILOT_ROUNDS} rounds: none is chosen")
 
 
-def pilot_profile(setting):
-    return PILOT[setting].apply(PROFILE)
-
-
 ROUND_KEYS = ("round", "step", "dev_f1", "dev_ppl", "encoder_similarity")
 
 
@@ -149,9 +152,55 @@ def pilot_choice(records):
     return {"setting": name, **{k: point[k] for k in ROUND_KEYS}}
 
 
+# The second pilot (chapter 6.3, the paper's model trained to the end): the output writes one XX per
+# word, but a BPE source splits words into pieces the decoder cannot count; the paper's parser read
+# one token per word. Both source vocabularies at the rate pilot's choice, the same 20 rounds
+VOCAB_PILOT = {s.name: s for s in [Setting.of({"vocab_model": v}, f"{v}-source") for v in ("bpe", "word")]}
+VOCAB_LAST = 5         # one round's greedy dev F1 moves about 1.6 points; the last five are averaged
+VOCAB_RULE = (f"of the two source vocabularies, the one with the higher mean greedy dev F1 over its last "
+              f"{VOCAB_LAST} of {PILOT_ROUNDS} rounds; within 0.1 F1 of each other, the one with the lower mean "
+              f"dev perplexity over those rounds (the targets are the same tokens under both)")
+
+
+def vocab_choice(records):
+    """VOCAB_RULE applied to {setting: record}: {"setting": name, its means, the rounds averaged}."""
+    def means(record):
+        last = record["dev_curve"][-VOCAB_LAST:]
+        return {"mean_dev_f1": round(sum(p["dev_f1"] for p in last) / len(last), 3),
+                "mean_dev_ppl": round(sum(p["dev_ppl"] for p in last) / len(last), 4),
+                "rounds": [p["round"] for p in last]}
+    scored = {name: means(r) for name, r in records.items()}
+    top = max(m["mean_dev_f1"] for m in scored.values())
+    name = min((n for n, m in scored.items() if m["mean_dev_f1"] >= top - 0.1),
+               key=lambda n: scored[n]["mean_dev_ppl"])
+    return {"setting": name, **scored[name], "all": scored}
+
+
+def pilots():
+    """Each pilot by name: (settings, rule, choice, variants); its records in results/parsing-pilot[-NAME]."""
+    return {"": (PILOT, PILOT_RULE, pilot_choice, VARIANTS), "vocab": (VOCAB_PILOT, VOCAB_RULE, vocab_choice, ())}
+
+
+def pilot_of(setting):
+    """The name of the pilot whose grid holds `setting`."""
+    return next(name for name, (settings, *_) in pilots().items() if setting in settings)
+
+
+def pilot_profile(setting):
+    return pilots()[pilot_of(setting)][0][setting].apply(PROFILE)
+
+
 def run_pilot(names, treebank, data_root, run_root, results):
-    """The pilot (transformer.rounds.pilot) over PILOT: the settings `names` trained PILOT_ROUNDS rounds each
-    (dev only), each with its record; the choice once every setting but the VARIANTS has one."""
+    """A pilot (transformer.rounds.pilot) of PILOTS: the settings `names` (by default the rate pilot's)
+    trained PILOT_ROUNDS rounds each (dev only), each with its record; the choice once every setting but
+    its variants has one. Runs in run_root[-NAME]/SETTING, records in results[-NAME]."""
+    which = {pilot_of(n) for n in names or PILOT}
+    if len(which) > 1:
+        sys.exit(f"--pilot: {', '.join(names)} belong to different pilots; name the settings of one")
+    which = which.pop()
+    settings, rule, choose, variants = pilots()[which]
+    if which:
+        run_root, results = (p.with_name(f"{p.name}-{which}") for p in (run_root, results))
     dev_pairs = load_split("ptb", "dev", data_root)
 
     def trial(setting):
@@ -161,15 +210,15 @@ def run_pilot(names, treebank, data_root, run_root, results):
             profile, run, profile.round_steps, dev_score(treebank["dev"], dev_pairs),
             [budget(rounds=PILOT_ROUNDS)], key="dev_f1", best_path=select / BEST, curve_path=select / CURVE,
             data_root=data_root))
-        return {"lr_factor": profile.lr_factor, "model": profile.model,
+        return {"lr_factor": profile.lr_factor, "model": profile.model, "vocab_model": profile.vocab_model,
                 "peak_rate": rate(profile.warmup_steps, profile.model["d_model"], profile.warmup_steps,
                                   profile.lr_factor),
                 "rounds": PILOT_ROUNDS, "round_steps": profile.round_steps, "stopped_by": stopped,
                 "best": {k: best[k] for k in ROUND_KEYS}, "dev_curve": curve,
                 "command": f"python scripts/parsing.py --pilot {setting.name}"}
 
-    chosen = pilot(list(PILOT.values()), trial, pilot_choice, PILOT_RULE, results, names, VARIANTS)
-    waiting = [s for s in PILOT if s not in VARIANTS and not (results / f"{s}.json").exists()]
+    chosen = pilot(list(settings.values()), trial, choose, rule, results, names or list(settings), variants)
+    waiting = [s for s in settings if s not in variants and not (results / f"{s}.json").exists()]
     print(f"pilot: the choice waits for {', '.join(waiting)}" if waiting
           else f"pilot chose {chosen and chosen['setting']}")
 
@@ -225,9 +274,10 @@ def main(argv=None):
     parser.add_argument("--run", help="default runs/parsing, or runs/parsing-tied with --share-embeddings")
     parser.add_argument("--results", help="default results/parsing, or results/parsing-tied")
     parser.add_argument("--treebank", help="folder of wsj_NNNN.mrg files (default: DATA/ptb-sample or NLTK's)")
-    parser.add_argument("--pilot", nargs="*", metavar="SETTING", choices=list(PILOT),
+    parser.add_argument("--pilot", nargs="*", metavar="SETTING", choices=list(PILOT) + list(VOCAB_PILOT),
                         help=f"train the rate and dropout pilot instead (all settings, or those named: "
-                             f"{', '.join(PILOT)})")
+                             f"{', '.join(PILOT)}); or settings of the source vocabulary pilot "
+                             f"({', '.join(VOCAB_PILOT)})")
     parser.add_argument("--from-pilot", nargs="?", const="", metavar="SETTING",
                         help="begin with the pilot's run of its chosen setting (results/parsing-pilot/results.json), "
                              "which the profile must hold: its rounds are this run's first rounds; or, named, "

@@ -194,6 +194,9 @@ def test_a_word_vocabulary_gives_one_entry_per_word_and_the_rarest_none():
     vocab = train_bpe(pairs, vocab_size=20, model_type="word")
     ids = vocab.encode("the cat runs home .")
     assert len(ids) == 5 and ids[3] == UNK and UNK not in ids[:3]
+    # sentencepiece itself writes a run of unknown words as one unknown id
+    assert vocab.encode(["one zebra ate two figs", "the\u00a0cat"]) == [
+        [vocab.encode("one")[0], UNK, UNK, UNK, UNK], vocab.encode("the cat")]
     assert len(vocab) <= 20 and not any(vocab.sp.is_byte(i) for i in range(len(vocab)))
     with pytest.raises(ValueError, match="model_type"):
         train_bpe(pairs, vocab_size=20, model_type="char")

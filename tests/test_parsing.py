@@ -339,6 +339,56 @@ def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkey
     assert script.pilot_choice(made) is None
 
 
+
+def test_the_source_vocabulary_pilot_gives_the_word_source_one_token_per_word(tmp_path, monkeypatch):
+    """scripts/parsing.py --pilot bpe-source / word-source made small: the word source reads one token
+    per word (as the output writes one XX per word), each setting's record lands in its own pilot's
+    folder, and the choice follows VOCAB_RULE."""
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+    need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
+    from transformer.corpora import data_dir
+    from transformer.data import Vocab
+    small = tmp_path / "wsj"
+    small.mkdir()
+    for number in (1, 2, 160, 180):
+        shutil.copy(data_dir() / "ptb-sample" / f"wsj_{number:04d}.mrg", small)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    try:
+        import parsing as script
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
+        vocab_size=600, model=script.PROFILE.model | {"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16,
+                                                      "d_v": 16},
+        save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2, round_steps=2))
+    monkeypatch.setattr(script, "PILOT_ROUNDS", 2)
+    argv = ["--run", str(tmp_path / "runs" / "parsing"), "--results", str(tmp_path / "results" / "parsing"),
+            "--treebank", str(small), "--pilot"]
+    with pytest.raises(SystemExit, match="different pilots"):
+        script.main(argv + ["word-source", "f0.25-p0.1"])
+    script.main(argv + ["word-source"])
+    pilot = tmp_path / "results" / "parsing-pilot-vocab"
+    assert [p.name for p in pilot.iterdir()] == ["word-source.json"]
+    word = Vocab.load(tmp_path / "runs" / "parsing-pilot-vocab" / "word-source" / "vocab.model")
+    sentences = [" ".join(t.leaves()) for t in script.read_treebank(small)["dev"]]
+    assert [len(ids) for ids in word.encode(sentences)] == [len(s.split()) for s in sentences]
+    script.main(argv + ["bpe-source"])
+    chosen = json.loads((pilot / "results.json").read_text())
+    assert chosen["rule"] == script.VOCAB_RULE and set(chosen["settings"]) == set(script.VOCAB_PILOT)
+    records = {n: json.loads((pilot / f"{n}.json").read_text()) for n in script.VOCAB_PILOT}
+    assert records["word-source"]["vocab_model"] == "word" and records["bpe-source"]["vocab_model"] == "bpe"
+    assert chosen["chosen"] == script.vocab_choice(records)
+    # the rule by hand: the mean of the last rounds decides; within 0.1 F1, the lower perplexity
+    monkeypatch.setattr(script, "VOCAB_LAST", 2)
+    curve = lambda *points: {"dev_curve": [dict(round=i, dev_f1=f, dev_ppl=p) for i, (f, p) in enumerate(points)]}
+    made = {"bpe-source": curve((60, 2.0), (20, 2.0), (30, 2.0)), "word-source": curve((10, 3.0), (26, 3.0), (26, 3.0))}
+    assert script.vocab_choice(made)["setting"] == "word-source"
+    made["bpe-source"] = curve((60, 2.0), (22, 2.0), (29.9, 2.0))
+    assert script.vocab_choice(made)["setting"] == "bpe-source"
+
 TREES = [T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))) (. .))"),
          T("(S (NP (NNS dogs)) (VP (VBP run) (ADVP (RB fast))))"),
          T("(S (NP (PRP He)) (VP (VBD gave) (PRT (RP up)) (, ,) (ADVP (RB then))) (. .))")]

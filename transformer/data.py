@@ -150,6 +150,9 @@ class Vocab:
         if ids != (PAD, UNK, BOS, EOS):
             raise ValueError(f"sentencepiece model has special ids {ids}, "
                              f"expected {(PAD, UNK, BOS, EOS)}")
+        from sentencepiece import sentencepiece_model_pb2 as pb
+        spec = pb.ModelProto.FromString(model_proto).trainer_spec
+        self.by_word = spec.model_type == spec.WORD
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":
@@ -164,7 +167,15 @@ class Vocab:
     def encode(self, texts: str | list[str]) -> list[int] | list[list[int]]:
         """A string -> list of ids, or a list of strings -> list of lists (no BOS/EOS
         added)."""
-        return self.sp.encode(texts)
+        if not self.by_word:
+            return self.sp.encode(texts)
+        if isinstance(texts, str):
+            return self.encode([texts])[0]
+        # sentencepiece's word model writes a run of unknown words as one unknown id;
+        # one id per word keeps the count that chapter 6.3's parser relies on
+        words = [self.normalize(t).replace("\u2581", " ").split() for t in texts]
+        ids = iter(self.sp.encode([w for ws in words for w in ws]))
+        return [[i for _ in ws for i in next(ids)] for ws in words]
 
     def decode(self, ids: list[int] | list[list[int]] | torch.Tensor
               ) -> str | list[str]:
