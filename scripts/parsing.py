@@ -41,6 +41,14 @@ may be trained by separate commands side by side (one thread each); killed, each
 The source vocabulary pilot trains the profile's parser with its BPE source (pieces) and with a word
 source (one entry per word, the rarest the unknown token), each PILOT_ROUNDS rounds; records in
 results/parsing-pilot-vocab/, the choice by VOCAB_RULE, fixed before the pilot ran.
+
+    python scripts/parsing.py --pilot attn0.1         # the attention dropout pilot, at the vocabulary
+    python scripts/parsing.py --pilot attn0.2         # pilot's choice (whose own run is the rate 0)
+    python scripts/parsing.py --from-pilot SETTING    # the final run from any pilot's run of SETTING
+
+Records in results/parsing-pilot-attn/, the choice by ATTN_RULE. Where the profile averages checkpoints
+(average_last > 1), the final run decodes test with the mean of its last checkpoints or with its best
+round alone, whichever parses dev better (AVERAGE_RULE).
 """
 import argparse
 import json
@@ -163,7 +171,8 @@ VOCAB_RULE = (f"of the two source vocabularies, the one with the higher mean gre
 
 
 def vocab_choice(records):
-    """VOCAB_RULE applied to {setting: record}: {"setting": name, its means, the rounds averaged}."""
+    """VOCAB_RULE applied to {setting: record}: {"setting": name, its means, the rounds averaged}; ATTN_RULE
+    too, once the vocabulary pilot's chosen record is among the records."""
     def means(record):
         last = record["dev_curve"][-VOCAB_LAST:]
         return {"mean_dev_f1": round(sum(p["dev_f1"] for p in last) / len(last), 3),
@@ -176,18 +185,58 @@ def vocab_choice(records):
     return {"setting": name, **scored[name], "all": scored}
 
 
-def pilots():
-    """Each pilot by name: (settings, rule, choice, variants); its records in results/parsing-pilot[-NAME]."""
-    return {"": (PILOT, PILOT_RULE, pilot_choice, VARIANTS), "vocab": (VOCAB_PILOT, VOCAB_RULE, vocab_choice, ())}
+# The third pilot: attention dropout (the paper's released parsing setup dropped 0.2 of the attention
+# weights, the model's attn_drop) at the vocabulary pilot's choice. That choice's own run is the rate
+# 0: the rule reads its record beside these two, and it is not trained again
+ATTN_RATES = (0.1, 0.2)
+ATTN_RULE = (f"of the vocabulary pilot's chosen run (attention dropout 0) and the same setting with "
+             f"attention dropout {' and '.join(map(str, ATTN_RATES))}, the one with the higher mean greedy dev "
+             f"F1 over its last {VOCAB_LAST} of {PILOT_ROUNDS} rounds; within 0.1 F1 of each other, the lower "
+             f"mean dev perplexity over those rounds")
+
+
+def pilot_folder(base, name):
+    """Where the pilot `name` keeps its runs or records, beside the rate pilot's `base` folder."""
+    return base.with_name(f"{base.name}-{name}") if name else base
+
+
+def vocab_chosen(results):
+    """The vocabulary pilot's chosen setting and its record, read from the rate pilot's `results`."""
+    folder = pilot_folder(results, "vocab")
+    try:
+        setting = chosen_setting(folder, list(VOCAB_PILOT.values()))
+    except ValueError as err:
+        sys.exit(f"the attention dropout pilot starts from the vocabulary pilot's choice: {err}")
+    return setting, json.loads((folder / f"{setting.name}.json").read_text())
+
+
+def pilots(results):
+    """Each pilot by name: (settings, rule, choice, variants), given the rate pilot's `results` folder."""
+    def attention():
+        base, record = vocab_chosen(results)
+        settings = {f"attn{a}": Setting.of(base.changes | {"model.attn_drop": a}, f"attn{a}")
+                    for a in ATTN_RATES}
+        return settings, ATTN_RULE, lambda records: vocab_choice({base.name: record, **records}), ()
+    return {"": lambda: (PILOT, PILOT_RULE, pilot_choice, VARIANTS),
+            "vocab": lambda: (VOCAB_PILOT, VOCAB_RULE, vocab_choice, ()), "attn": attention}
+
+
+PILOT_SETTINGS = {"": lambda: list(PILOT), "vocab": lambda: list(VOCAB_PILOT),
+                  "attn": lambda: [f"attn{a}" for a in ATTN_RATES]}
 
 
 def pilot_of(setting):
     """The name of the pilot whose grid holds `setting`."""
-    return next(name for name, (settings, *_) in pilots().items() if setting in settings)
+    return next(name for name, names in PILOT_SETTINGS.items() if setting in names())
 
 
-def pilot_profile(setting):
-    return pilots()[pilot_of(setting)][0][setting].apply(PROFILE)
+def pilot_setting(setting, results):
+    """The Setting named `setting`, of whichever pilot holds it."""
+    return pilots(results)[pilot_of(setting)]()[0][setting]
+
+
+def pilot_profile(setting, results=None):
+    return pilot_setting(setting, results).apply(PROFILE)
 
 
 def run_pilot(names, treebank, data_root, run_root, results):
@@ -198,9 +247,8 @@ def run_pilot(names, treebank, data_root, run_root, results):
     if len(which) > 1:
         sys.exit(f"--pilot: {', '.join(names)} belong to different pilots; name the settings of one")
     which = which.pop()
-    settings, rule, choose, variants = pilots()[which]
-    if which:
-        run_root, results = (p.with_name(f"{p.name}-{which}") for p in (run_root, results))
+    settings, rule, choose, variants = pilots(results)[which]()
+    run_root, results = pilot_folder(run_root, which), pilot_folder(results, which)
     dev_pairs = load_split("ptb", "dev", data_root)
 
     def trial(setting):
@@ -255,15 +303,35 @@ def start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results, settin
     if not path.exists():
         sys.exit(f"--from-pilot: {path} does not exist; run python scripts/parsing.py --pilot {setting} first")
     trained = json.loads(path.read_text())
-    if (trained["lr_factor"], trained["model"]) != (profile.lr_factor, profile.model):
-        sys.exit(f"--from-pilot: the pilot chose {setting} (lr_factor {trained['lr_factor']}, model "
-                 f"{trained['model']}), not the profile's lr_factor {profile.lr_factor} and model "
-                 f"{profile.model}; give the profile the chosen setting first")
+    # records made before the vocabulary pilot read BPE sources
+    held = (trained["lr_factor"], trained["model"], trained.get("vocab_model", "bpe"))
+    if held != (profile.lr_factor, profile.model, profile.vocab_model):
+        sys.exit(f"--from-pilot: the pilot chose {setting} (lr_factor {held[0]}, model {held[1]}, vocab_model "
+                 f"{held[2]}), not the profile's lr_factor {profile.lr_factor}, model {profile.model} and "
+                 f"vocab_model {profile.vocab_model}; give the profile the chosen setting first")
     if not run.exists():
         with run_lock(pilot_runs / setting):
             shutil.copytree(pilot_runs / setting, run, ignore=shutil.ignore_patterns(LOCK))
             shutil.copytree(pilot_runs / f"{setting}-select", select_dir)
     return setting
+
+
+AVERAGE_RULE = ("the mean of the run's last average_last checkpoints (the paper averaged its last checkpoints) "
+                "against the best round alone: the higher greedy dev F1; equal, the best round")
+
+
+def choose_average(profile, run, select_dir, dev_trees):
+    """The model to decode test with, by AVERAGE_RULE where the profile averages checkpoints, else the
+    best round's: (model, vocab, the record of the choice or None)."""
+    model, vocab, _ = load_model(select_dir / BEST)
+    if profile.average_last == 1:
+        return model, vocab, None
+    averaged, _, files = load_model(run, profile.average_last)
+    f1 = {name: round(score(parse(m, vocab, dev_trees, 1), dev_trees)[0]["f1"], 3)
+          for name, m in (("best round", model), ("averaged", averaged))}
+    chosen = "averaged" if f1["averaged"] > f1["best round"] else "best round"
+    record = {"rule": AVERAGE_RULE, "checkpoints": files, "dev_f1": f1, "chosen": chosen}
+    return (averaged if chosen == "averaged" else model), vocab, record
 
 
 def main(argv=None):
@@ -274,22 +342,25 @@ def main(argv=None):
     parser.add_argument("--run", help="default runs/parsing, or runs/parsing-tied with --share-embeddings")
     parser.add_argument("--results", help="default results/parsing, or results/parsing-tied")
     parser.add_argument("--treebank", help="folder of wsj_NNNN.mrg files (default: DATA/ptb-sample or NLTK's)")
-    parser.add_argument("--pilot", nargs="*", metavar="SETTING", choices=list(PILOT) + list(VOCAB_PILOT),
+    every = [n for names in PILOT_SETTINGS.values() for n in names()]
+    parser.add_argument("--pilot", nargs="*", metavar="SETTING", choices=every,
                         help=f"train the rate and dropout pilot instead (all settings, or those named: "
                              f"{', '.join(PILOT)}); or settings of the source vocabulary pilot "
-                             f"({', '.join(VOCAB_PILOT)})")
+                             f"({', '.join(VOCAB_PILOT)}), or of the attention dropout pilot "
+                             f"({', '.join(PILOT_SETTINGS['attn']())}), which starts from the former's choice")
     parser.add_argument("--from-pilot", nargs="?", const="", metavar="SETTING",
-                        help="begin with the pilot's run of its chosen setting (results/parsing-pilot/results.json), "
+                        help="begin with the rate pilot's run of its chosen setting (results/parsing-pilot/results.json), "
                              "which the profile must hold: its rounds are this run's first rounds; or, named, "
-                             "with the pilot's run of another setting, carried on as a labelled variant in "
-                             "runs/parsing-SETTING and results/parsing-SETTING")
+                             "with any pilot's run of that setting: the paper's run where the profile holds it, "
+                             "else carried on as a labelled variant in runs/parsing-SETTING and "
+                             "results/parsing-SETTING")
     parser.add_argument("--max-minutes", type=float,
                         help="stop training after this many minutes even if dev F1 still improves (default: the "
                              "profile's most rounds)")
     args = parser.parse_args(argv)
-    variant = args.from_pilot or None
-    if variant and (variant not in PILOT or args.share_embeddings):
-        parser.error(f"--from-pilot SETTING: one of {', '.join(PILOT)}, without --share-embeddings")
+    named = args.from_pilot or None
+    if named and (named not in every or args.share_embeddings):
+        parser.error(f"--from-pilot SETTING: one of {', '.join(every)}, without --share-embeddings")
     name = "parsing-tied" if args.share_embeddings else "parsing"
     profile = SHARED_PROFILE if args.share_embeddings else PROFILE
     run = Path(args.run or ROOT / "runs" / name)
@@ -297,25 +368,30 @@ def main(argv=None):
     # the corpus and the pilot live beside the run folder, not in it: a run folder holds only a run
     data_root = run.with_name(run.name + "-corpus")
     pilot_runs, pilot_results = run.with_name(run.name + "-pilot"), results.with_name(results.name + "-pilot")
-    if variant:
-        profile = pilot_profile(variant)
-        run, results = run.with_name(f"{run.name}-{variant}"), results.with_name(f"{results.name}-{variant}")
+    variant = None
+    if named:
+        setting = pilot_setting(named, pilot_results)
+        if setting.apply(profile) != profile:
+            variant, profile = named, setting.apply(PROFILE)
+            run, results = run.with_name(f"{run.name}-{variant}"), results.with_name(f"{results.name}-{variant}")
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
     if args.pilot is not None:
         # beside the run and its results: runs/parsing-pilot/SETTING, results/parsing-pilot
         return run_pilot(args.pilot or list(PILOT), treebank, data_root, pilot_runs, pilot_results)
-    pilot_setting = None
+    started_from = None
     if args.from_pilot is not None:
-        pilot_setting = start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results, variant)
+        which = pilot_of(named) if named else ""
+        started_from = start_from_pilot(profile, run, select_dir, pilot_folder(pilot_runs, which),
+                                         pilot_folder(pilot_results, which), named)
     # rounds, patience and the most rounds are the profile's (transformer/profiles.py says why)
     curve, best, stopped = astuple(train_in_rounds(
         profile, run, profile.round_steps, dev_score(treebank["dev"], load_split("ptb", "dev", data_root)),
         dev_decides(profile, "dev_f1", args.max_minutes), key="dev_f1", best_path=select_dir / BEST,
         curve_path=select_dir / CURVE, data_root=data_root))
 
-    model, vocab, _ = load_model(select_dir / BEST)
+    model, vocab, averaging = choose_average(profile, run, select_dir, treebank["dev"])
     gold = treebank["test"]
     decoded = {}
     for name, beam, constrained in (("beam", BEAM, True), ("greedy", 1, True), ("greedy_unconstrained", 1, False)):
@@ -349,10 +425,11 @@ def main(argv=None):
                      "train_minutes": curve[-1]["train_minutes"],
                      "train_pairs": curve[-1]["train_pairs"], "parameters": model.num_parameters(),
                      "round_steps": profile.round_steps, "patience": profile.patience,
-                     "stopped_by": stopped, "first_rounds_from_pilot": pilot_setting},
+                     "stopped_by": stopped, "first_rounds_from_pilot": started_from},
         "dev_curve": curve,
         "chosen": {"round": best["round"], "step": best["step"], "epoch": best["epoch"],
                    "dev_f1": best["dev_f1"], "by": "dev F1, greedy, constrained"},
+        "averaging": averaging,
         "dev": {"f1": round(dev_scores["f1"], 3), "trees": "dev.pred.mrg"},
         "decoding": {"beam_size": BEAM, "alpha": ALPHA, "max_extra": MAX_EXTRA, "constrained": True},
         "test": test,
@@ -364,7 +441,7 @@ def main(argv=None):
                    "gold tags put back on predicted trees); all sentence lengths",
     }
     command = ("python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else "")
-               + ("" if args.from_pilot is None else " --from-pilot" + (f" {variant}" if variant else "")))
+               + ("" if args.from_pilot is None else " --from-pilot" + (f" {named}" if named else "")))
     write_record(results / "results.json", record, command)
     print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",
                                               "dev_nll_sources", "encoder")}, indent=1))

@@ -375,12 +375,36 @@ def test_the_source_vocabulary_pilot_gives_the_word_source_one_token_per_word(tm
     word = Vocab.load(tmp_path / "runs" / "parsing-pilot-vocab" / "word-source" / "vocab.model")
     sentences = [" ".join(t.leaves()) for t in script.read_treebank(small)["dev"]]
     assert [len(ids) for ids in word.encode(sentences)] == [len(s.split()) for s in sentences]
+    with pytest.raises(SystemExit, match="vocabulary pilot's choice"):
+        script.main(argv + ["attn0.1"])
     script.main(argv + ["bpe-source"])
     chosen = json.loads((pilot / "results.json").read_text())
     assert chosen["rule"] == script.VOCAB_RULE and set(chosen["settings"]) == set(script.VOCAB_PILOT)
     records = {n: json.loads((pilot / f"{n}.json").read_text()) for n in script.VOCAB_PILOT}
     assert records["word-source"]["vocab_model"] == "word" and records["bpe-source"]["vocab_model"] == "bpe"
     assert chosen["chosen"] == script.vocab_choice(records)
+    # the attention dropout pilot: the vocabulary pilot's choice with attention dropout, that choice's
+    # own run the rate 0, not trained again
+    script.main(argv + ["attn0.1", "attn0.2"])
+    attn = json.loads((tmp_path / "results" / "parsing-pilot-attn" / "results.json").read_text())
+    vocab = chosen["chosen"]["setting"]
+    assert set(attn["chosen"]["all"]) == {vocab, "attn0.1", "attn0.2"} and attn["rule"] == script.ATTN_RULE
+    assert not (tmp_path / "runs" / "parsing-pilot-attn" / vocab).exists()
+    record = json.loads((tmp_path / "results" / "parsing-pilot-attn" / "attn0.2.json").read_text())
+    assert record["model"]["attn_drop"] == 0.2 and record["vocab_model"] == records[vocab]["vocab_model"]
+    # the final run begins with the chosen run's rounds, and averages checkpoints where dev says so
+    setting = attn["chosen"]["setting"]
+    monkeypatch.setattr(script, "PROFILE", script.pilot_profile(setting, tmp_path / "results" / "parsing-pilot")
+                        .replace(average_last=2))
+    monkeypatch.setattr(script, "BEAM", 2)
+    monkeypatch.setattr(script, "MAX_EXTRA", 10)
+    script.main(argv[:-1] + ["--from-pilot", setting, "--max-minutes", "0.0001"])
+    final = json.loads((tmp_path / "results" / "parsing" / "results.json").read_text())
+    assert final["variant"] is None and final["training"]["first_rounds_from_pilot"] == setting
+    assert final["command"] == f"python scripts/parsing.py --from-pilot {setting}"
+    averaging = final["averaging"]
+    assert len(averaging["checkpoints"]) == 2 and set(averaging["dev_f1"]) == {"best round", "averaged"}
+    assert averaging["chosen"] == max(averaging["dev_f1"], key=lambda k: (averaging["dev_f1"][k], k == "best round"))
     # the rule by hand: the mean of the last rounds decides; within 0.1 F1, the lower perplexity
     monkeypatch.setattr(script, "VOCAB_LAST", 2)
     curve = lambda *points: {"dev_curve": [dict(round=i, dev_f1=f, dev_ppl=p) for i, (f, p) in enumerate(points)]}
