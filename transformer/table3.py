@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from transformer.cli import write_lines
 from transformer.corpora import load_split
 from transformer.data import Vocab
 from transformer.decode import ALPHA, BEAM, translate
@@ -168,8 +169,7 @@ def write_dev_translations(run: str | Path, path: Path, corpus: str,
     model, vocab, _ = load_model(run, 1)
     pairs = load_split(corpus, "dev", data_root)[:dev_sentences]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(h + "\n" for h in table3_translations(model, vocab, pairs)),
-                    encoding="utf-8")
+    write_lines(table3_translations(model, vocab, pairs), path)
 
 
 def table3_dev_bleu(pairs: list[tuple[str, str]]
