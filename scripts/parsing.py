@@ -46,11 +46,17 @@ results/parsing-pilot-vocab/, the choice by VOCAB_RULE, fixed before the pilot r
     python scripts/parsing.py --pilot attn0.2         # pilot's choice (whose own run is the rate 0)
     python scripts/parsing.py --from-pilot SETTING    # the final run from any pilot's run of SETTING
 
-Records in results/parsing-pilot-attn/, the choice by ATTN_RULE. Where the profile averages checkpoints
+    python scripts/parsing.py --pilot semi-mixed      # Table 4's second row: gold and silver trees
+    python scripts/parsing.py --pilot semi-gold3      # (results/parsing-semi), gold once or three times
+    python scripts/parsing.py --semi                  # its final run, from the mix the pilot chose
+
+Records in results/parsing-pilot-attn/, the choice by ATTN_RULE; results/parsing-pilot-semi/ by SEMI_RULE,
+and the semi-supervised row in results/parsing-semi/. Where the profile averages checkpoints
 (average_last > 1), the final run decodes test with the mean of its last checkpoints or with its best
 round alone, whichever parses dev better (AVERAGE_RULE).
 """
 import argparse
+import gzip
 import json
 import random
 import shutil
@@ -61,6 +67,7 @@ from dataclasses import astuple
 from pathlib import Path
 
 import torch
+from nltk import Tree
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -195,6 +202,32 @@ ATTN_RULE = (f"of the vocabulary pilot's chosen run (attention dropout 0) and th
              f"mean dev perplexity over those rounds")
 
 
+# The fourth pilot, Table 4's second row at our scale: the same parser trained on the gold trees and the
+# silver ones (scripts/silver_treebank.py), gold once or three times in the mix; dev and test are gold
+SEMI_PILOT = {s.name: s for s in [Setting.of({"corpus": c}, name)
+                                  for c, name in (("ptb-semi", "semi-mixed"), ("ptb-semi-gold3", "semi-gold3"))]}
+SEMI_RULE = (f"of the two mixes of gold and silver trees, the one with the higher mean greedy dev F1 over its "
+             f"last {VOCAB_LAST} of {PILOT_ROUNDS} rounds; within 0.1 F1 of each other, the lower mean dev "
+             f"perplexity over those rounds (dev is the same gold trees under both)")
+SILVER = ROOT / "results" / "parsing-semi" / "silver.jsonl.gz"
+
+
+def read_silver(path):
+    """The silver treebank's kept trees: both grammars derived a tree, and the same one (its record's rule)."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
+        kept = [Tree.fromstring(r["tree"]) for r in rows if all(r["derived"]) and r["agreement"] == 100.0]
+        expected = json.loads(Path(path).with_name("silver.json").read_text())["kept"]
+    except (OSError, EOFError, ValueError, KeyError) as err:
+        sys.exit(f"{path}: the silver treebank cannot be read ({err}); make it with "
+                 f"python scripts/silver_treebank.py")
+    if len(kept) != expected:
+        sys.exit(f"{path}: {len(kept)} kept trees, but its record says {expected}; make it again with "
+                 f"python scripts/silver_treebank.py")
+    return kept
+
+
 def pilot_folder(base, name):
     """Where the pilot `name` keeps its runs or records, beside the rate pilot's `base` folder."""
     return base.with_name(f"{base.name}-{name}") if name else base
@@ -218,11 +251,12 @@ def pilots(results):
                     for a in ATTN_RATES}
         return settings, ATTN_RULE, lambda records: vocab_choice({base.name: record, **records}), ()
     return {"": lambda: (PILOT, PILOT_RULE, pilot_choice, VARIANTS),
-            "vocab": lambda: (VOCAB_PILOT, VOCAB_RULE, vocab_choice, ()), "attn": attention}
+            "vocab": lambda: (VOCAB_PILOT, VOCAB_RULE, vocab_choice, ()), "attn": attention,
+            "semi": lambda: (SEMI_PILOT, SEMI_RULE, vocab_choice, ())}
 
 
 PILOT_SETTINGS = {"": lambda: list(PILOT), "vocab": lambda: list(VOCAB_PILOT),
-                  "attn": lambda: [f"attn{a}" for a in ATTN_RATES]}
+                  "attn": lambda: [f"attn{a}" for a in ATTN_RATES], "semi": lambda: list(SEMI_PILOT)}
 
 
 def pilot_of(setting):
@@ -259,6 +293,7 @@ def run_pilot(names, treebank, data_root, run_root, results):
             [budget(rounds=PILOT_ROUNDS)], key="dev_f1", best_path=select / BEST, curve_path=select / CURVE,
             data_root=data_root))
         return {"lr_factor": profile.lr_factor, "model": profile.model, "vocab_model": profile.vocab_model,
+                "corpus": profile.corpus,
                 "peak_rate": rate(profile.warmup_steps, profile.model["d_model"], profile.warmup_steps,
                                   profile.lr_factor),
                 "rounds": PILOT_ROUNDS, "round_steps": profile.round_steps, "stopped_by": stopped,
@@ -303,12 +338,13 @@ def start_from_pilot(profile, run, select_dir, pilot_runs, pilot_results, settin
     if not path.exists():
         sys.exit(f"--from-pilot: {path} does not exist; run python scripts/parsing.py --pilot {setting} first")
     trained = json.loads(path.read_text())
-    # records made before the vocabulary pilot read BPE sources
-    held = (trained["lr_factor"], trained["model"], trained.get("vocab_model", "bpe"))
-    if held != (profile.lr_factor, profile.model, profile.vocab_model):
-        sys.exit(f"--from-pilot: the pilot chose {setting} (lr_factor {held[0]}, model {held[1]}, vocab_model "
-                 f"{held[2]}), not the profile's lr_factor {profile.lr_factor}, model {profile.model} and "
-                 f"vocab_model {profile.vocab_model}; give the profile the chosen setting first")
+    # records made before the vocabulary pilot read BPE sources of gold trees alone
+    held = (trained["lr_factor"], trained["model"], trained.get("vocab_model", "bpe"), trained.get("corpus", "ptb"))
+    wanted = (profile.lr_factor, profile.model, profile.vocab_model, profile.corpus)
+    if held != wanted:
+        fields = "lr_factor, model, vocab_model, corpus"
+        sys.exit(f"--from-pilot: the pilot's run of {setting} has {fields} {held}, not the profile's {wanted}; "
+                 f"give the profile the chosen setting first")
     if not run.exists():
         with run_lock(pilot_runs / setting):
             shutil.copytree(pilot_runs / setting, run, ignore=shutil.ignore_patterns(LOCK))
@@ -354,6 +390,9 @@ def main(argv=None):
                              "with any pilot's run of that setting: the paper's run where the profile holds it, "
                              "else carried on as a labelled variant in runs/parsing-SETTING and "
                              "results/parsing-SETTING")
+    parser.add_argument("--semi", action="store_true",
+                        help="Table 4's second row: the final run from the run of the mix of gold and silver trees "
+                             "that the semi-supervised pilot chose, in runs/parsing-semi and results/parsing-semi")
     parser.add_argument("--max-minutes", type=float,
                         help="stop training after this many minutes even if dev F1 still improves (default: the "
                              "profile's most rounds)")
@@ -361,6 +400,9 @@ def main(argv=None):
     named = args.from_pilot or None
     if named and (named not in every or args.share_embeddings):
         parser.error(f"--from-pilot SETTING: one of {', '.join(every)}, without --share-embeddings")
+    if args.semi and (args.share_embeddings or args.from_pilot is not None or args.pilot is not None):
+        parser.error("--semi starts from the semi-supervised pilot's choice: without --share-embeddings, "
+                     "--from-pilot or --pilot")
     name = "parsing-tied" if args.share_embeddings else "parsing"
     profile = SHARED_PROFILE if args.share_embeddings else PROFILE
     run = Path(args.run or ROOT / "runs" / name)
@@ -368,20 +410,31 @@ def main(argv=None):
     # the corpus and the pilot live beside the run folder, not in it: a run folder holds only a run
     data_root = run.with_name(run.name + "-corpus")
     pilot_runs, pilot_results = run.with_name(run.name + "-pilot"), results.with_name(results.name + "-pilot")
-    variant = None
+    variant, row = None, "WSJ only"
+    if args.semi:
+        try:
+            named = chosen_setting(pilot_folder(pilot_results, "semi"), list(SEMI_PILOT.values())).name
+        except ValueError as err:
+            sys.exit(f"--semi: {err}; run python scripts/parsing.py --pilot {' '.join(SEMI_PILOT)} first")
     if named:
         setting = pilot_setting(named, pilot_results)
         if setting.apply(profile) != profile:
-            variant, profile = named, setting.apply(PROFILE)
-            run, results = run.with_name(f"{run.name}-{variant}"), results.with_name(f"{results.name}-{variant}")
+            profile = setting.apply(PROFILE)
+            if pilot_of(named) == "semi":       # Table 4's second row, not a variant of the first
+                row, suffix = "semi-supervised", "semi"
+            else:
+                variant = suffix = named
+            run, results = run.with_name(f"{run.name}-{suffix}"), results.with_name(f"{results.name}-{suffix}")
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
+    if row == "semi-supervised" or any(pilot_of(n) == "semi" for n in args.pilot or ()):
+        counts |= prepare_ptb(data_root, splits={"silver": read_silver(SILVER)})
     if args.pilot is not None:
         # beside the run and its results: runs/parsing-pilot/SETTING, results/parsing-pilot
         return run_pilot(args.pilot or list(PILOT), treebank, data_root, pilot_runs, pilot_results)
     started_from = None
-    if args.from_pilot is not None:
+    if named or args.from_pilot is not None:
         which = pilot_of(named) if named else ""
         started_from = start_from_pilot(profile, run, select_dir, pilot_folder(pilot_runs, which),
                                          pilot_folder(pilot_results, which), named)
@@ -418,7 +471,7 @@ def main(argv=None):
     keep_record(run, results, (TRAIN_LOG, DEV_LOG))
     record = {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
-        "splits": counts, "profile": profile.name, "variant": variant,
+        "splits": counts, "profile": profile.name, "row": row, "corpus": profile.corpus, "variant": variant,
         "model": profile.model, "vocab_size": profile.vocab_size, "lr_factor": profile.lr_factor,
         "warmup_steps": profile.warmup_steps, "tokens_per_step": profile.tokens_per_step,
         "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
@@ -441,6 +494,7 @@ def main(argv=None):
                    "gold tags put back on predicted trees); all sentence lengths",
     }
     command = ("python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else "")
+               + (" --semi" if args.semi else "")
                + ("" if args.from_pilot is None else " --from-pilot" + (f" {named}" if named else "")))
     write_record(results / "results.json", record, command)
     print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",

@@ -340,10 +340,12 @@ def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkey
 
 
 
-def test_the_source_vocabulary_pilot_gives_the_word_source_one_token_per_word(tmp_path, monkeypatch):
-    """scripts/parsing.py --pilot bpe-source / word-source made small: the word source reads one token
-    per word (as the output writes one XX per word), each setting's record lands in its own pilot's
-    folder, and the choice follows VOCAB_RULE."""
+def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rules(tmp_path, monkeypatch):
+    """scripts/parsing.py's later pilots made small. The word source reads one token per word (as the
+    output writes one XX per word); each setting's record lands in its own pilot's folder; the choices
+    follow VOCAB_RULE, ATTN_RULE (which reads the vocabulary pilot's choice as its rate 0) and SEMI_RULE;
+    the final runs start from the chosen runs, average checkpoints where dev says so, and the
+    semi-supervised row reads the silver treebank only when its record agrees."""
     import json
     import shutil
     import sys
@@ -405,6 +407,32 @@ def test_the_source_vocabulary_pilot_gives_the_word_source_one_token_per_word(tm
     averaging = final["averaging"]
     assert len(averaging["checkpoints"]) == 2 and set(averaging["dev_f1"]) == {"best round", "averaged"}
     assert averaging["chosen"] == max(averaging["dev_f1"], key=lambda k: (averaging["dev_f1"][k], k == "best round"))
+    # Table 4's second row: the silver trees (here 40 of them) join the gold ones, two mixes tried
+    import gzip
+    silver = tmp_path / "silver" / "silver.jsonl.gz"
+    silver.parent.mkdir()
+    with gzip.open(script.SILVER, "rt") as f:
+        rows = [line for line in f][:60]
+    kept = sum(json.loads(r)["agreement"] == 100.0 and all(json.loads(r)["derived"]) for r in rows)
+    with gzip.open(silver, "wt") as f:
+        f.writelines(rows)
+    (silver.parent / "silver.json").write_text(json.dumps({"kept": kept + 1}))
+    monkeypatch.setattr(script, "SILVER", silver)
+    with pytest.raises(SystemExit, match="its record says"):
+        script.main(argv + ["semi-mixed"])
+    (silver.parent / "silver.json").write_text(json.dumps({"kept": kept}))
+    with pytest.raises(SystemExit, match="the pilot has not chosen yet"):
+        script.main(argv[:-1] + ["--semi"])
+    script.main(argv + ["semi-mixed", "semi-gold3"])
+    corpus = tmp_path / "runs" / "parsing-corpus" / "ptb"
+    assert len((corpus / "silver.tree").read_text().splitlines()) == kept
+    semi = json.loads((tmp_path / "results" / "parsing-pilot-semi" / "results.json").read_text())
+    assert semi["rule"] == script.SEMI_RULE and set(semi["chosen"]["all"]) == set(script.SEMI_PILOT)
+    script.main(argv[:-1] + ["--semi", "--max-minutes", "0.0001"])
+    row = json.loads((tmp_path / "results" / "parsing-semi" / "results.json").read_text())
+    assert row["row"] == "semi-supervised" and row["variant"] is None and row["command"].endswith("--semi")
+    assert row["corpus"] == script.SEMI_PILOT[semi["chosen"]["setting"]].changes["corpus"]
+    assert row["splits"]["silver"] == kept and row["training"]["first_rounds_from_pilot"] == semi["chosen"]["setting"]
     # the rule by hand: the mean of the last rounds decides; within 0.1 F1, the lower perplexity
     monkeypatch.setattr(script, "VOCAB_LAST", 2)
     curve = lambda *points: {"dev_curve": [dict(round=i, dev_f1=f, dev_ppl=p) for i, (f, p) in enumerate(points)]}

@@ -457,6 +457,13 @@ CORPORA = {
     # linearised trees
     "ptb": Corpus("ptb", "ptb", {"train": ["train"], "dev": ["dev"], "test": ["test"]},
                   langs=("words", "tree")),
+    # Table 4's semi-supervised row: the gold training trees and the silver ones (news
+    # sentences parsed by the book's PCFG) in one training set, gold once or three times
+    "ptb-semi": Corpus("ptb-semi", "ptb", {"train": ["train", "silver"], "dev": ["dev"],
+                                           "test": ["test"]}, langs=("words", "tree")),
+    "ptb-semi-gold3": Corpus("ptb-semi-gold3", "ptb",
+                             {"train": ["train"] * 3 + ["silver"], "dev": ["dev"],
+                              "test": ["test"]}, langs=("words", "tree")),
 }
 # en.txt, cn.txt, en.test.txt, cn.test.txt of github.com/P3n9W31/transformer-pytorch
 ZH_EN_SEED = "zh-en-seed"
@@ -501,11 +508,12 @@ def fetch(corpus: str | Corpus, split: str, root: str | Path | None = None
                 gunzip(gz, path)
         elif corpus.name == "wmt14-en-de":
             prepare_wmt14(root)
-        elif corpus.name == "ptb":
+        elif corpus.folder == "ptb":
             raise FileNotFoundError(
-                f"ptb {split}: missing {', '.join(map(str, missing))}. "
+                f"{corpus.name} {split}: missing {', '.join(map(str, missing))}. "
                 f"Write the parsing corpus first: "
-                f"transformer.parsing.prepare_ptb({str(root)!r})")
+                f"transformer.parsing.prepare_ptb({str(root)!r}) (and its silver "
+                f"split: python scripts/parsing.py --pilot semi-mixed)")
         elif corpus.folder == "zh-en":
             raise FileNotFoundError(
                 f"{corpus.name} {split}: missing {', '.join(map(str, missing))}. "
