@@ -164,23 +164,29 @@ def test_the_tagger_is_learned_from_the_trees_alone_and_repeatable():
     assert a.tag(words) == b.tag(words) and [t for _, t in a.tag(words)][:3] == ["DT", "JJ", "NN"]
 
 
-def test_the_baselines_command_writes_its_record(tmp_path):
-    import json
+def parsing_script(tmp_path, files=(1, 2, 160, 180), name="parsing"):
+    """scripts/NAME.py as a module, and a small treebank of the sample's `files` (train 0001-0159, dev
+    0160-0179, test 0180-0199)."""
+    import importlib
     import shutil
     import sys
     from pathlib import Path
     need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
     from transformer.corpora import data_dir
-    sample = data_dir() / "ptb-sample"
     small = tmp_path / "wsj"
     small.mkdir()
-    for number in (1, 2, 3, 4, 160, 180):               # train, dev (0160) and test (0180) files
-        shutil.copy(sample / f"wsj_{number:04d}.mrg", small)
+    for number in files:
+        shutil.copy(data_dir() / "ptb-sample" / f"wsj_{number:04d}.mrg", small)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     try:
-        import parsing_baselines
+        return importlib.import_module(name), small
     finally:
         sys.path.pop(0)
+
+
+def test_the_baselines_command_writes_its_record(tmp_path):
+    import json
+    parsing_baselines, small = parsing_script(tmp_path, (1, 2, 3, 4, 160, 180), "parsing_baselines")
     parsing_baselines.main(["--results", str(tmp_path / "out"), "--treebank", str(small)])
     record = json.loads((tmp_path / "out" / "baselines.json").read_text())
     assert set(record["test"]) == {"flat tree", "right-branching tree", "PCFG, gold tags", "PCFG, tagger's tags"}
@@ -194,20 +200,8 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
     """scripts/parsing.py end to end, made small: a 1-layer model, rounds of 2 steps, beam 2; then
     killed state: a second call finds the rounds done and writes the same record."""
     import json
-    import shutil
-    import sys
-    from pathlib import Path
-    need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
-    from transformer.corpora import data_dir
-    small = tmp_path / "wsj"
-    small.mkdir()
-    for number in (1, 2, 3, 4, 160, 180):
-        shutil.copy(data_dir() / "ptb-sample" / f"wsj_{number:04d}.mrg", small)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    try:
-        import parsing as script
-    finally:
-        sys.path.pop(0)
+
+    script, small = parsing_script(tmp_path, (1, 2, 3, 4, 160, 180))
     tiny = dict(model={"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16, "d_v": 16},
                 save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2, round_steps=2, patience=1,
                 min_rounds=1, max_rounds=3)
@@ -259,20 +253,8 @@ def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkey
     choice only once every post-norm setting has one, never the pre-norm variant, and never a round
     whose encoder has not left the collapse."""
     import json
-    import shutil
-    import sys
-    from pathlib import Path
-    need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
-    from transformer.corpora import data_dir
-    small = tmp_path / "wsj"
-    small.mkdir()
-    for number in (1, 2, 160, 180):
-        shutil.copy(data_dir() / "ptb-sample" / f"wsj_{number:04d}.mrg", small)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    try:
-        import parsing as script
-    finally:
-        sys.path.pop(0)
+
+    script, small = parsing_script(tmp_path)
     # the profile at a setting that is not in the pilot's grid, as it was before the pilot chose
     monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
         vocab_size=600, lr_factor=0.8,
@@ -347,21 +329,9 @@ def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rul
     the final runs start from the chosen runs, average checkpoints where dev says so, and the
     semi-supervised row reads the silver treebank only when its record agrees."""
     import json
-    import shutil
-    import sys
-    from pathlib import Path
-    need_seed_folder("ptb-sample", "wsj_0001.mrg", "wsj_0199.mrg")
-    from transformer.corpora import data_dir
+
     from transformer.data import Vocab
-    small = tmp_path / "wsj"
-    small.mkdir()
-    for number in (1, 2, 160, 180):
-        shutil.copy(data_dir() / "ptb-sample" / f"wsj_{number:04d}.mrg", small)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    try:
-        import parsing as script
-    finally:
-        sys.path.pop(0)
+    script, small = parsing_script(tmp_path)
     monkeypatch.setattr(script, "PROFILE", script.PROFILE.replace(
         vocab_size=600, model=script.PROFILE.model | {"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16,
                                                       "d_v": 16},
