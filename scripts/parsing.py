@@ -362,7 +362,7 @@ def choose_average(profile, run, select_dir, dev_trees):
     model, vocab, _ = load_model(select_dir / BEST)
     if profile.average_last == 1:
         return model, vocab, None
-    averaged, _, files = load_model(run, profile.average_last)
+    averaged, _, files = load_model(run)       # the last average_last, or as many as the run has
     f1 = {name: round(score(parse(m, vocab, dev_trees, 1), dev_trees)[0]["f1"], 3)
           for name, m in (("best round", model), ("averaged", averaged))}
     chosen = "averaged" if f1["averaged"] > f1["best round"] else "best round"
