@@ -177,9 +177,9 @@ VOCAB_RULE = (f"of the two source vocabularies, the one with the higher mean gre
               f"dev perplexity over those rounds (the targets are the same tokens under both)")
 
 
-def vocab_choice(records):
-    """VOCAB_RULE applied to {setting: record}: {"setting": name, its means, the rounds averaged}; ATTN_RULE
-    too, once the vocabulary pilot's chosen record is among the records."""
+def last_rounds_choice(records):
+    """The rule of the vocabulary, attention dropout and semi-supervised pilots (VOCAB_RULE, ATTN_RULE,
+    SEMI_RULE) applied to {setting: record}: {"setting": name, its means, the rounds averaged}."""
     def means(record):
         last = record["dev_curve"][-VOCAB_LAST:]
         return {"mean_dev_f1": round(sum(p["dev_f1"] for p in last) / len(last), 3),
@@ -196,6 +196,7 @@ def vocab_choice(records):
 # weights, the model's attn_drop) at the vocabulary pilot's choice. That choice's own run is the rate
 # 0: the rule reads its record beside these two, and it is not trained again
 ATTN_RATES = (0.1, 0.2)
+ATTN_NAMES = {f"attn{a}": a for a in ATTN_RATES}
 ATTN_RULE = (f"of the vocabulary pilot's chosen run (attention dropout 0) and the same setting with "
              f"attention dropout {' and '.join(map(str, ATTN_RATES))}, the one with the higher mean greedy dev "
              f"F1 over its last {VOCAB_LAST} of {PILOT_ROUNDS} rounds; within 0.1 F1 of each other, the lower "
@@ -247,16 +248,15 @@ def pilots(results):
     """Each pilot by name: (settings, rule, choice, variants), given the rate pilot's `results` folder."""
     def attention():
         base, record = vocab_chosen(results)
-        settings = {f"attn{a}": Setting.of(base.changes | {"model.attn_drop": a}, f"attn{a}")
-                    for a in ATTN_RATES}
-        return settings, ATTN_RULE, lambda records: vocab_choice({base.name: record, **records}), ()
+        settings = {name: Setting.of(base.changes | {"model.attn_drop": a}, name) for name, a in ATTN_NAMES.items()}
+        return settings, ATTN_RULE, lambda records: last_rounds_choice({base.name: record, **records}), ()
     return {"": lambda: (PILOT, PILOT_RULE, pilot_choice, VARIANTS),
-            "vocab": lambda: (VOCAB_PILOT, VOCAB_RULE, vocab_choice, ()), "attn": attention,
-            "semi": lambda: (SEMI_PILOT, SEMI_RULE, vocab_choice, ())}
+            "vocab": lambda: (VOCAB_PILOT, VOCAB_RULE, last_rounds_choice, ()), "attn": attention,
+            "semi": lambda: (SEMI_PILOT, SEMI_RULE, last_rounds_choice, ())}
 
 
 PILOT_SETTINGS = {"": lambda: list(PILOT), "vocab": lambda: list(VOCAB_PILOT),
-                  "attn": lambda: [f"attn{a}" for a in ATTN_RATES], "semi": lambda: list(SEMI_PILOT)}
+                  "attn": lambda: list(ATTN_NAMES), "semi": lambda: list(SEMI_PILOT)}
 
 
 def pilot_of(setting):
@@ -358,16 +358,18 @@ AVERAGE_RULE = ("the mean of the run's last average_last checkpoints (the paper 
 
 def choose_average(profile, run, select_dir, dev_trees):
     """The model to decode test with, by AVERAGE_RULE where the profile averages checkpoints, else the
-    best round's: (model, vocab, the record of the choice or None)."""
+    best round's: (model, vocab, its greedy dev score() of `dev_trees`, the record of the choice or None)."""
     model, vocab, _ = load_model(select_dir / BEST)
     if profile.average_last == 1:
-        return model, vocab, None
+        return model, vocab, score(parse(model, vocab, dev_trees, 1), dev_trees), None
     averaged, _, files = load_model(run)       # the last average_last, or as many as the run has
-    f1 = {name: round(score(parse(m, vocab, dev_trees, 1), dev_trees)[0]["f1"], 3)
-          for name, m in (("best round", model), ("averaged", averaged))}
+    dev = {name: (m, score(parse(m, vocab, dev_trees, 1), dev_trees))
+           for name, m in (("best round", model), ("averaged", averaged))}
+    f1 = {name: round(scored[0]["f1"], 3) for name, (_, scored) in dev.items()}
     chosen = "averaged" if f1["averaged"] > f1["best round"] else "best round"
     record = {"rule": AVERAGE_RULE, "checkpoints": files, "dev_f1": f1, "chosen": chosen}
-    return (averaged if chosen == "averaged" else model), vocab, record
+    model, scored = dev[chosen]
+    return model, vocab, scored, record
 
 
 def main(argv=None):
@@ -383,10 +385,11 @@ def main(argv=None):
                         help=f"train the rate and dropout pilot instead (all settings, or those named: "
                              f"{', '.join(PILOT)}); or settings of the source vocabulary pilot "
                              f"({', '.join(VOCAB_PILOT)}), or of the attention dropout pilot "
-                             f"({', '.join(PILOT_SETTINGS['attn']())}), which starts from the former's choice")
+                             f"({', '.join(ATTN_NAMES)}), which starts from the former's choice")
     parser.add_argument("--from-pilot", nargs="?", const="", metavar="SETTING",
-                        help="begin with the rate pilot's run of its chosen setting (results/parsing-pilot/results.json), "
-                             "which the profile must hold: its rounds are this run's first rounds; or, named, "
+                        help="begin with the rate pilot's run of its chosen setting "
+                             "(results/parsing-pilot/results.json), which the profile must hold: its rounds are "
+                             "this run's first rounds; or, named, "
                              "with any pilot's run of that setting: the paper's run where the profile holds it, "
                              "else carried on as a labelled variant in runs/parsing-SETTING and "
                              "results/parsing-SETTING")
@@ -444,7 +447,9 @@ def main(argv=None):
         dev_decides(profile, "dev_f1", args.max_minutes), key="dev_f1", best_path=select_dir / BEST,
         curve_path=select_dir / CURVE, data_root=data_root))
 
-    model, vocab, averaging = choose_average(profile, run, select_dir, treebank["dev"])
+    # the chosen model's dev trees are kept too, so that its dev F1 can be re-scored from the record's folder
+    model, vocab, (dev_scores, dev_predicted, _), averaging = choose_average(profile, run, select_dir,
+                                                                           treebank["dev"])
     gold = treebank["test"]
     decoded = {}
     for name, beam, constrained in (("beam", BEAM, True), ("greedy", 1, True), ("greedy_unconstrained", 1, False)):
@@ -462,8 +467,6 @@ def main(argv=None):
                         "xx_equals_words": sum(x == w for x, w in zip(xx, words))}
     dev_pairs = load_split("ptb", "dev", data_root)
 
-    # the chosen model's dev trees, so that its dev F1 can be re-scored from the record's folder
-    dev_scores, dev_predicted, _ = score(parse(model, vocab, treebank["dev"], 1), treebank["dev"])
     results.mkdir(parents=True, exist_ok=True)
     write_trees(results / "test.pred.mrg", predicted)
     write_trees(results / "dev.pred.mrg", dev_predicted)

@@ -354,7 +354,7 @@ def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rul
     assert chosen["rule"] == script.VOCAB_RULE and set(chosen["settings"]) == set(script.VOCAB_PILOT)
     records = {n: json.loads((pilot / f"{n}.json").read_text()) for n in script.VOCAB_PILOT}
     assert records["word-source"]["vocab_model"] == "word" and records["bpe-source"]["vocab_model"] == "bpe"
-    assert chosen["chosen"] == script.vocab_choice(records)
+    assert chosen["chosen"] == script.last_rounds_choice(records)
     # the attention dropout pilot: the vocabulary pilot's choice with attention dropout, that choice's
     # own run the rate 0, not trained again
     script.main(argv + ["attn0.1", "attn0.2"])
@@ -407,9 +407,9 @@ def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rul
     monkeypatch.setattr(script, "VOCAB_LAST", 2)
     curve = lambda *points: {"dev_curve": [dict(round=i, dev_f1=f, dev_ppl=p) for i, (f, p) in enumerate(points)]}
     made = {"bpe-source": curve((60, 2.0), (20, 2.0), (30, 2.0)), "word-source": curve((10, 3.0), (26, 3.0), (26, 3.0))}
-    assert script.vocab_choice(made)["setting"] == "word-source"
+    assert script.last_rounds_choice(made)["setting"] == "word-source"
     made["bpe-source"] = curve((60, 2.0), (22, 2.0), (29.9, 2.0))
-    assert script.vocab_choice(made)["setting"] == "bpe-source"
+    assert script.last_rounds_choice(made)["setting"] == "bpe-source"
 
 TREES = [T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))) (. .))"),
          T("(S (NP (NNS dogs)) (VP (VBP run) (ADVP (RB fast))))"),
