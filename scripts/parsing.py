@@ -77,7 +77,7 @@ from transformer.decode import translate  # noqa: E402
 from transformer.evaluate import COLLAPSED  # noqa: E402
 from transformer.optim import rate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
-                                 read_treebank, with_tags)
+                                 read_treebank, silver_kept, with_tags)
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.rounds import Setting, budget, chosen_setting, dev_decides, pilot, train_in_rounds  # noqa: E402
 from transformer.run import BEST, CURVE, DEV_LOG, LOCK, TRAIN_LOG, keep_record, load_model, run_lock  # noqa: E402
@@ -218,7 +218,7 @@ def read_silver(path):
     try:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             rows = [json.loads(line) for line in f]
-        kept = [Tree.fromstring(r["tree"]) for r in rows if all(r["derived"]) and r["agreement"] == 100.0]
+        kept = [Tree.fromstring(r["tree"]) for r in rows if silver_kept(r)]
         expected = json.loads(Path(path).with_name("silver.json").read_text())["kept"]
     except (OSError, EOFError, ValueError, KeyError) as err:
         sys.exit(f"{path}: the silver treebank cannot be read ({err}); make it with "
@@ -475,13 +475,16 @@ def main(argv=None):
     record = {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
         "splits": counts, "profile": profile.name, "row": row, "corpus": profile.corpus, "variant": variant,
-        "model": profile.model, "vocab_size": profile.vocab_size, "lr_factor": profile.lr_factor,
-        "warmup_steps": profile.warmup_steps, "tokens_per_step": profile.tokens_per_step,
+        "model": profile.model, "vocab_size": profile.vocab_size, "vocab_model": profile.vocab_model,
+        "lr_factor": profile.lr_factor, "warmup_steps": profile.warmup_steps,
+        "tokens_per_step": profile.tokens_per_step,
         "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
                      "train_minutes": curve[-1]["train_minutes"],
                      "train_pairs": curve[-1]["train_pairs"], "parameters": model.num_parameters(),
                      "round_steps": profile.round_steps, "patience": profile.patience,
-                     "stopped_by": stopped, "first_rounds_from_pilot": started_from},
+                     "patience_window": profile.patience_window, "min_rounds": profile.min_rounds,
+                     "max_rounds": profile.max_rounds, "stopped_by": stopped,
+                     "first_rounds_from_pilot": started_from},
         "dev_curve": curve,
         "chosen": {"round": best["round"], "step": best["step"], "epoch": best["epoch"],
                    "dev_f1": best["dev_f1"], "by": "dev F1, greedy, constrained"},

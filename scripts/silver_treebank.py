@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import data_dir  # noqa: E402
 from transformer.data import atomic_file  # noqa: E402
-from transformer.parsing import PCFG, bracket_scores, brackets, pcfg_parse, read_treebank, train_tagger  # noqa: E402
+from transformer.parsing import (PCFG, bracket_scores, brackets, pcfg_parse, read_treebank,  # noqa: E402
+                                 silver_kept, train_tagger)
 from transformer.runlog import write_record  # noqa: E402
 from nltk import Tree  # noqa: E402
 
@@ -82,16 +83,11 @@ def parse_both(grammars, tagged):
     return first, [ok_first, ok_second], round(agreement(first, second), 2)
 
 
-def kept(entry: dict) -> bool:
-    """The confidence rule, fixed before the parse: both grammars derive a tree and the two trees agree."""
-    return all(entry["derived"]) and entry["agreement"] == 100.0
-
-
 def dev_check(grammars, tagger, dev) -> dict:
     """The rule on the dev split (tagger's tags): F1 of the kept trees against gold, and of the rest."""
     parsed = [parse_both(grammars, tagger.tag(t.leaves())) for t in dev]
     entries = [{"derived": d, "agreement": a} for _, d, a in parsed]
-    keep = [kept(e) for e in entries]
+    keep = [silver_kept(e) for e in entries]
     part = {name: [i for i, k in enumerate(keep) if k == want] for name, want in (("kept", True),
                                                                                   ("dropped", False))}
     scores = {name: round(bracket_scores([dev[i] for i in idx], [parsed[i][0] for i in idx])["f1"], 2)
@@ -158,7 +154,7 @@ def main(argv=None):
         "grammars": [{"horizontal": h, "vertical": v} for h, v in GRAMMARS],
         "rule": "kept when both grammars derive a tree and the two trees are identical (agreement F1 100)",
         "sentences": len(entries), "kept": n_kept,
-        "kept_tokens": sum(len(Tree.fromstring(e["tree"]).leaves()) for e in entries if kept(e)),
+        "kept_tokens": sum(len(Tree.fromstring(e["tree"]).leaves()) for e in entries if silver_kept(e)),
         "dev_check": check,
         "minutes": {"parsing, all starts": round(seconds / 60, 2),
                     "this start, dev check included": round((time.time() - started) / 60, 2)},

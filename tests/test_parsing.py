@@ -495,3 +495,29 @@ def test_f1_by_length_and_sentences_as_good_as_a_reference():
     assert as_good_as(TOY, TOY, flat) == len(TOY)                    # gold beats the floor everywhere
     assert as_good_as(TOY, flat, flat) == len(TOY)                   # a tie counts as at least as good
     assert as_good_as(TOY, flat, list(TOY)) == 0
+
+
+def test_f1_difference_is_the_score_difference_with_a_paired_bootstrap_interval():
+    from transformer.parsing import f1_difference, flat_tree, right_branching_tree
+    gold = list(TOY) * 10
+    flat = [flat_tree(t.pos()) for t in gold]
+    right = [right_branching_tree(t.pos()) for t in gold]
+    gap = f1_difference(gold, right, flat, samples=500)
+    assert gap["difference"] == pytest.approx(bracket_scores(gold, right)["f1"] - bracket_scores(gold, flat)["f1"])
+    assert gap["low"] <= gap["difference"] <= gap["high"] and gap["samples"] == 500
+    assert gap == f1_difference(gold, right, flat, samples=500)      # one seed, one answer
+    # paired: a parser against itself differs by nothing on every draw
+    assert f1_difference(gold, flat, flat, samples=200) == {"difference": 0.0, "low": 0.0, "high": 0.0,
+                                                             "samples": 200}
+    # gold against a floor: above zero on every draw; the same pair the other way round, below
+    above, below = f1_difference(gold, gold, flat, samples=200), f1_difference(gold, flat, gold, samples=200)
+    assert above["low"] > 0 and below["high"] < 0 and above["difference"] == pytest.approx(-below["difference"])
+    with pytest.raises(ValueError):
+        f1_difference(gold, flat[:-1], flat)
+
+
+def test_the_silver_rule_keeps_agreeing_derived_trees_only():
+    from transformer.parsing import silver_kept
+    assert silver_kept({"derived": [True, True], "agreement": 100.0})
+    assert not silver_kept({"derived": [True, False], "agreement": 100.0})   # one grammar fell back to flat
+    assert not silver_kept({"derived": [True, True], "agreement": 99.5})

@@ -121,17 +121,25 @@ def _parsing_row(results: Path) -> dict | None:
     if not (results / "parsing" / "results.json").exists():
         return None
     parse = _read_record(results, "parsing", "results.json")
-    paper_f1 = next(f1 for model, data, f1 in TABLE4
-                    if model.startswith("Transformer") and data.startswith("WSJ only"))
+    floors = _read_record(results, "parsing", "baselines.json")["test"]
+    pcfg = floors["PCFG, tagger's tags"]
+    semi = (_read_record(results, "parsing-semi", "results.json")
+            if (results / "parsing-semi" / "results.json").exists() else None)
+    paper = {data.split(",")[0]: f1 for model, data, f1 in TABLE4
+             if model.startswith("Transformer")}
     return dict(
         result=f"6.3 parsing (WSJ sample, {parse['test']['sentences']} test "
                "sentences)",
-        ours=f"{parse['test']['f1']:.1f} F1",
-        paper=f"{paper_f1} F1 on WSJ section 23 (40K training sentences)",
+        ours=f"{parse['test']['f1']:.1f} F1 WSJ only"
+             + (f", {semi['test']['f1']:.1f} semi-supervised" if semi else "")
+             + f"; a PCFG from the same trees {pcfg['f1']:.1f}",
+        paper=f"{paper['WSJ only']} F1 WSJ only, {paper['semi-supervised']} "
+              "semi-supervised, on WSJ section 23 (40K training sentences)",
         scale=f"4 layers, d_model {parse['model']['d_model']}, "
               f"{parse['training']['train_pairs']} trees, "
               f"{parse['training']['steps']} steps",
-        hardware=parse["hardware"], command=parse["command"])
+        hardware=[parse["hardware"], *([semi["hardware"]] if semi else [])],
+        command=parse["command"] + (f"; {semi['command']}" if semi else ""))
 
 
 def _zh_en_row(results: Path) -> dict | None:
