@@ -5,8 +5,8 @@ scored and its encoder checked, until a stop rule says enough; the best round is
 model (paper section 6.1: choices made on the development set)."""
 
 __all__ = [
-    "StopRule", "best_round", "patience", "budget", "dev_decides", "Rounds", "train_in_rounds",
-    "measure_round", "SHORT_NAMES", "Setting", "pilot", "chosen_setting",
+    "StopRule", "best_round", "smoothed", "patience", "budget", "dev_decides", "Rounds",
+    "train_in_rounds", "measure_round", "SHORT_NAMES", "Setting", "pilot", "chosen_setting",
 ]
 
 import dataclasses
@@ -39,6 +39,13 @@ def best_round(curve: list[dict], key: str) -> dict | None:
     return max(curve, key=lambda p: p[key]) if curve else None
 
 
+def smoothed(curve: list[dict], key: str, window: int) -> list[float]:
+    """Each round's `key` as the mean of the `window` latest rounds' (fewer at the
+    start): what patience reads, and what a page draws beside the raw curve."""
+    return [sum(p[key] for p in curve[max(0, i + 1 - window):i + 1])
+            / min(window, i + 1) for i in range(len(curve))]
+
+
 def patience(key: str, rounds: int, min_rounds: int = 1, window: int = 1
              ) -> StopRule:
     """Stop once `rounds` rounds in a row have not beaten the best `key` (higher is
@@ -47,8 +54,7 @@ def patience(key: str, rounds: int, min_rounds: int = 1, window: int = 1
     wobble; and never while the encoder is collapsed: a model that does not read its
     input sits at a floor too, and a post-norm encoder may leave it late (6.2)."""
     def rule(curve):
-        means = [sum(p[key] for p in curve[max(0, i + 1 - window):i + 1])
-                 / min(window, i + 1) for i in range(len(curve))]
+        means = smoothed(curve, key, window)
         waited = len(curve) - 1 - means.index(max(means)) if curve else 0
         collapsed = curve and curve[-1].get("encoder_similarity", 0) >= COLLAPSED
         if len(curve) >= min_rounds and waited >= rounds and not collapsed:
