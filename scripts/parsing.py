@@ -54,6 +54,13 @@ Records in results/parsing-pilot-attn/, the choice by ATTN_RULE; results/parsing
 and the semi-supervised row in results/parsing-semi/. Where the profile averages checkpoints
 (average_last > 1), the final run decodes test with the mean of its last checkpoints or with its best
 round alone, whichever parses dev better (AVERAGE_RULE).
+
+    python scripts/parsing.py --set model.pointer_id=XX   # a labelled variant: the WSJ-only run with
+                                     # changes (transformer.train's --set), in runs/parsing-NAME and
+                                     # results/parsing-NAME
+
+A variant is trained from its first step under the WSJ-only run's stop and averaging rules (VARIANT_RULE);
+model.pointer_id may name a target symbol: the decoder told which word it is on (chapter 3.6).
 """
 import argparse
 import gzip
@@ -72,6 +79,7 @@ from nltk import Tree
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import load_split  # noqa: E402
+from transformer.distributed import Runtime  # noqa: E402
 from transformer.data import EOS  # noqa: E402
 from transformer.decode import translate  # noqa: E402
 from transformer.evaluate import COLLAPSED  # noqa: E402
@@ -80,7 +88,8 @@ from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, p
                                  read_treebank, silver_kept, with_tags)
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.rounds import Setting, budget, chosen_setting, dev_decides, pilot, train_in_rounds  # noqa: E402
-from transformer.run import BEST, CURVE, DEV_LOG, LOCK, TRAIN_LOG, keep_record, load_model, run_lock  # noqa: E402
+from transformer.run import (BEST, CURVE, DEV_LOG, LOCK, TRAIN_LOG, keep_record, load_model, prepare_data,  # noqa: E402
+                           run_lock)
 from transformer.runlog import write_record  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
 
@@ -227,6 +236,28 @@ def read_silver(path):
         sys.exit(f"{path}: {len(kept)} kept trees, but its record says {expected}; make it again with "
                  f"python scripts/silver_treebank.py")
     return kept
+
+
+# A labelled variant (--set) answers a question about the paper's model, not a choice among settings: no
+# pilot, so nothing is chosen but the round, as for the WSJ-only run
+VARIANT_RULE = ("the WSJ-only run's profile with the variant's changes, trained from its first step; the round by the "
+                "same smoothed dev F1 and patience, test decoded by AVERAGE_RULE; compared with the WSJ-only run on "
+                "the same test sentences by a paired bootstrap (transformer.parsing.f1_difference)")
+
+
+def with_symbol_ids(setting, run, data_root):
+    """`setting` with a model.pointer_id that names a target symbol (XX) replaced by the symbol's id in the
+    run's vocabulary, which is made first if the run has none (the same corpus gives the same vocabulary)."""
+    symbol = setting.changes.get("model.pointer_id")
+    if not isinstance(symbol, str):
+        return setting
+    profile = Setting.of({k: v for k, v in setting.changes.items() if k != "model.pointer_id"}).apply(PROFILE)
+    vocab, _, _ = prepare_data(profile, run, Runtime(), data_root, print)
+    piece = "\u2581" + symbol              # how the vocabulary keeps a whole tree symbol
+    token = vocab.sp.piece_to_id(piece)
+    if vocab.sp.id_to_piece(token) != piece:
+        sys.exit(f"--set model.pointer_id={symbol}: {symbol} is not a whole symbol of the parser's vocabulary")
+    return Setting(setting.name, setting.changes | {"model.pointer_id": token})
 
 
 def pilot_folder(base, name):
@@ -396,6 +427,11 @@ def main(argv=None):
     parser.add_argument("--semi", action="store_true",
                         help="Table 4's second row: the final run from the run of the mix of gold and silver trees "
                              "that the semi-supervised pilot chose, in runs/parsing-semi and results/parsing-semi")
+    parser.add_argument("--set", nargs="+", metavar="KEY=VALUE", dest="changes",
+                        help="a labelled variant of the WSJ-only run: its profile with these changes (as "
+                             "transformer.train's --set), trained from the first step by VARIANT_RULE in "
+                             "runs/parsing-NAME and results/parsing-NAME; model.pointer_id=XX tells the decoder "
+                             "which word it is on")
     parser.add_argument("--max-minutes", type=float,
                         help="stop training after this many minutes even if dev F1 still improves (default: the "
                              "profile's most rounds)")
@@ -406,6 +442,19 @@ def main(argv=None):
     if args.semi and (args.share_embeddings or args.from_pilot is not None or args.pilot is not None):
         parser.error("--semi starts from the semi-supervised pilot's choice: without --share-embeddings, "
                      "--from-pilot or --pilot")
+    if args.changes and (args.share_embeddings or args.semi or args.from_pilot is not None
+                         or args.pilot is not None):
+        parser.error("--set trains a variant of the WSJ-only run from its first step: without "
+                     "--share-embeddings, --semi, --from-pilot or --pilot")
+    changes = None
+    if args.changes:
+        try:
+            changes = Setting.parse(args.changes)
+            # every value is checked now, before the corpus is prepared; a symbol once the vocabulary is made
+            Setting.of({k: v for k, v in changes.changes.items()
+                        if not (k == "model.pointer_id" and isinstance(v, str))}).apply(PROFILE)
+        except ValueError as err:
+            parser.error(str(err))
     name = "parsing-tied" if args.share_embeddings else "parsing"
     profile = SHARED_PROFILE if args.share_embeddings else PROFILE
     run = Path(args.run or ROOT / "runs" / name)
@@ -428,9 +477,14 @@ def main(argv=None):
             else:
                 variant = suffix = named
             run, results = run.with_name(f"{run.name}-{suffix}"), results.with_name(f"{results.name}-{suffix}")
+    if changes:
+        variant = changes.name
+        run, results = run.with_name(f"{run.name}-{variant}"), results.with_name(f"{results.name}-{variant}")
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
+    if changes:
+        profile = with_symbol_ids(changes, run, data_root).apply(PROFILE)
     if row == "semi-supervised" or any(pilot_of(n) == "semi" for n in args.pilot or ()):
         counts |= prepare_ptb(data_root, splits={"silver": read_silver(SILVER)})
     if args.pilot is not None:
@@ -489,6 +543,7 @@ def main(argv=None):
         "chosen": {"round": best["round"], "step": best["step"], "epoch": best["epoch"],
                    "dev_f1": best["dev_f1"], "by": "dev F1, greedy, constrained"},
         "averaging": averaging,
+        **({"variant_rule": VARIANT_RULE, "changes": changes.changes} if changes else {}),
         "dev": {"f1": round(dev_scores["f1"], 3), "trees": "dev.pred.mrg"},
         "decoding": {"beam_size": BEAM, "alpha": ALPHA, "max_extra": MAX_EXTRA, "constrained": True},
         "test": test,
@@ -500,7 +555,7 @@ def main(argv=None):
                    "gold tags put back on predicted trees); all sentence lengths",
     }
     command = ("python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else "")
-               + (" --semi" if args.semi else "")
+               + (" --semi" if args.semi else "") + (" --set " + " ".join(args.changes) if changes else "")
                + ("" if args.from_pilot is None else " --from-pilot" + (f" {named}" if named else "")))
     write_record(results / "results.json", record, command)
     print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",

@@ -196,6 +196,9 @@ def test_bad_input_is_refused_with_the_reason(tmp_path, vocab, capsys):
     uneven = Transformer(TransformerConfig(N=1, d_model=8, d_ff=16, h=2, d_k=4, d_v=2), len(vocab))
     with pytest.raises(ValueError, match="cannot be converted to CTranslate2: d_k=4 differs from d_v=2"):
         ctranslate2_spec(uneven, vocab)
+    pointer = Transformer(TransformerConfig(N=1, d_model=8, d_ff=16, h=2, pointer_id=7), len(vocab))
+    with pytest.raises(ValueError, match="cannot be converted to CTranslate2: pointer_id=7"):
+        ctranslate2_spec(pointer, vocab)
     with pytest.raises(FileNotFoundError, match="no CTranslate2 model in"):
         CTranslate2Model(tmp_path / "empty")
     assert not (tmp_path / "out").exists()

@@ -83,6 +83,9 @@ def test_vocab_must_hold_the_padding_id():
     (dict(d_k=0), r"^TransformerConfig\.d_k must be a positive integer, got 0$"),
     (dict(d_model=7, h=1), r"^sinusoidal positions need an even d_model, got 7$"),
     (dict(pad_id=-1), r"^pad_id must be a token id \(>= 0\), got -1$"),
+    (dict(pointer_id=0), r"^pointer_id must be None or a token id other than pad_id=0, got 0$"),
+    (dict(pointer_id=-2), r"^pointer_id must be None or a token id other than pad_id=0, got -2$"),
+    (dict(pointer_id="XX"), r"^pointer_id must be None or a token id other than pad_id=0, got 'XX'$"),
 ])
 def test_config_messages(fields, message):
     with pytest.raises(ValueError, match=message):
@@ -92,6 +95,11 @@ def test_config_messages(fields, message):
 def test_one_wide_heads_are_allowed():
     cfg = TransformerConfig(d_k=1, d_v=1)
     assert (cfg.d_k, cfg.d_v) == (1, 1)
+
+
+def test_a_pointer_outside_the_target_vocabulary_is_refused():
+    with pytest.raises(ValueError, match=r"^pointer_id=10 is outside the target vocabulary of 10$"):
+        Transformer(TransformerConfig(N=1, d_model=16, d_ff=32, h=2, pointer_id=10), 12, 10)
 
 
 def test_vocabulary_sizes_are_named_in_the_message():

@@ -196,7 +196,7 @@ def test_the_baselines_command_writes_its_record(tmp_path):
     assert len(trees) == record["splits"]["test"] == record["test"]["flat tree"]["sentences"]
 
 
-def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monkeypatch):
+def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monkeypatch, capsys):
     """scripts/parsing.py end to end, made small: a 1-layer model, rounds of 2 steps, beam 2; then
     killed state: a second call finds the rounds done and writes the same record."""
     import json
@@ -246,6 +246,20 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
     tied = json.loads((tmp_path / "results-tied" / "results.json").read_text())
     assert tied["command"].endswith("--share-embeddings") and tied["model"]["share_embeddings"]
     assert not record["model"]["share_embeddings"]
+    # a labelled variant: the decoder told which word it is on, its symbol resolved in its vocabulary
+    script.main(argv + ["--set", "model.pointer_id=XX"])
+    pointer = json.loads((tmp_path / "results-pointerXX" / "results.json").read_text())
+    from transformer.data import Vocab
+    vocab = Vocab.load(tmp_path / "runs" / "parsing-pointerXX" / "vocab.model")
+    assert pointer["model"]["pointer_id"] == vocab.sp.piece_to_id("\u2581XX") != vocab.sp.unk_id()
+    assert pointer["variant"] == "pointerXX" and pointer["changes"] == {"model.pointer_id": "XX"}
+    assert pointer["command"].endswith("--set model.pointer_id=XX") and "variant_rule" in pointer
+    assert pointer["test"]["status"] == {"well-formed": record["splits"]["test"]}
+    for bad, message in ((["model.pointer_id=YY"], "YY is not a whole symbol"), (["model.P_drop=2"], "P_drop"),
+                         (["model.pointer_id=XX", "--semi"], "without")):
+        with pytest.raises(SystemExit) as stopped:
+            script.main(argv + ["--set", *bad])
+        assert message in capsys.readouterr().err + str(stopped.value)
 
 
 def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkeypatch):

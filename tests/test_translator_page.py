@@ -100,7 +100,8 @@ def test_read_payload_refuses_other_files(tmp_path):
 
 def test_the_export_refuses_what_the_page_cannot_compute(torch_model):
     vocab = torch_model[1]
-    for change in (dict(norm_first=True), dict(positional="learned"), dict(share_embeddings=False)):
+    for change in (dict(norm_first=True), dict(positional="learned"), dict(share_embeddings=False),
+                   dict(pointer_id=7)):
         model = Transformer(TransformerConfig.preset("tiny", **change), len(vocab))
         with pytest.raises(ValueError, match="page"):
             web_payload(model, vocab)

@@ -95,7 +95,8 @@ def length_penalty(length: int | float | torch.Tensor, alpha: float
 def reorder_cache(cache: dict, rows: torch.Tensor,
                   memory_rows: torch.Tensor | None = None) -> None:
     """Select `rows` of every self-attention key/value in a decoding cache (after the
-    beam moved).
+    beam moved), and of the words written so far where the model counts them
+    (chapter 3.6's pointer_id).
 
     With memory_rows, also select those rows of the encoder-decoder keys/values and of
     the source mask: the rows of the sentences that stay when finished ones leave the
@@ -110,6 +111,8 @@ def reorder_cache(cache: dict, rows: torch.Tensor,
             select(entry.get("self", {}), rows)
             if memory_rows is not None:
                 select(entry.get("cross", {}), memory_rows)
+    if "pointer" in cache:
+        cache["pointer"] = cache["pointer"].index_select(0, rows)
     if memory_rows is not None and "src_mask" in cache:
         cache["src_mask"] = cache["src_mask"].index_select(0, memory_rows)
 

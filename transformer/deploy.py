@@ -31,6 +31,9 @@ def refuse_unconvertible(cfg: TransformerConfig) -> None:
     if cfg.d_k != cfg.d_v:
         reasons.append(f"d_k={cfg.d_k} differs from d_v={cfg.d_v}: "
                        "the engine has one head size for both")
+    if cfg.pointer_id is not None:
+        reasons.append(f"pointer_id={cfg.pointer_id} (chapter 6.3's parser variant): "
+                       "the engine's decoder has no input for it")
     if reasons:
         raise ValueError("this model cannot be converted to CTranslate2: "
                          + "; ".join(reasons))

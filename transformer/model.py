@@ -43,6 +43,7 @@ class TransformerConfig:
     attn_drop: float = 0.0
     layer_norm_eps: float = 1e-6
     train_steps: int = 100_000
+    pointer_id: int | None = None   # not in the paper: chapter 6.3's parser variant
 
     def __post_init__(self):
         for name in ("N", "d_model", "d_ff", "h", "max_len", "train_steps"):
@@ -72,6 +73,11 @@ class TransformerConfig:
                              f"got {self.d_model}")
         if self.pad_id < 0:
             raise ValueError(f"pad_id must be a token id (>= 0), got {self.pad_id}")
+        if self.pointer_id is not None and (not isinstance(self.pointer_id, int)
+                                            or self.pointer_id < 0
+                                            or self.pointer_id == self.pad_id):
+            raise ValueError(f"pointer_id must be None or a token id other than "
+                             f"pad_id={self.pad_id}, got {self.pointer_id!r}")
 
     @classmethod
     def preset(cls, name: str, **overrides: object) -> "TransformerConfig":
@@ -162,6 +168,9 @@ class Transformer(nn.Module):
             if not isinstance(v, int) or v <= cfg.pad_id:
                 raise ValueError(f"{name} must be an integer larger than "
                                  f"pad_id={cfg.pad_id}, got {v!r}")
+        if cfg.pointer_id is not None and cfg.pointer_id >= tgt_vocab:
+            raise ValueError(f"pointer_id={cfg.pointer_id} is outside the target "
+                             f"vocabulary of {tgt_vocab}")
         self.cfg, self.src_vocab, self.tgt_vocab = cfg, src_vocab, tgt_vocab
         # check id ranges (one host-device sync per embedding call)
         self.validate_ids = True
@@ -233,7 +242,10 @@ class Transformer(nn.Module):
                              f"memory {tuple(memory.shape)}, "
                              f"src {tuple(src.shape)}")
         start = 0 if cache is None else cache.get("length", 0)
-        y = self.dropout(self.tgt_pos(self.tgt_embed(tgt_in, self.validate_ids), start))
+        x = self.tgt_embed(tgt_in, self.validate_ids)
+        if self.cfg.pointer_id is not None:     # chapter 6.3's variant, not the paper's
+            x = x + self.pointed_states(tgt_in, memory, src, cache)
+        y = self.dropout(self.tgt_pos(x, start))
         # trailing target padding: causality alone hides it from every real position
         if cache is None:
             src_mask, tgt_mask = padding_mask(src, self.cfg.pad_id), CAUSAL
@@ -249,6 +261,21 @@ class Transformer(nn.Module):
             src_mask = cache["src_mask"]
             cache["length"] = end
         return self.decoder(y, memory, src_mask, tgt_mask, cache)
+
+    def pointed_states(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor,
+                       cache: dict | None = None) -> torch.Tensor:
+        """For each position of tgt_in [B, T], memory's row k [B, T, d_model], where k
+        counts the cfg.pointer_id tokens up to that position; past the last source word
+        it stays on the source's last position (its </s>).
+
+        With a cache, the count of the earlier positions is cache["pointer"] [B, 1]."""
+        k = (tgt_in == self.cfg.pointer_id).long().cumsum(1)
+        if cache is not None:
+            k = k + cache.get("pointer", 0)
+            cache["pointer"] = k[:, -1:]
+        last = ((src != self.cfg.pad_id).sum(1, keepdim=True) - 1).clamp(min=0)
+        k = torch.minimum(k, last)
+        return memory.gather(1, k[..., None].expand(-1, -1, memory.size(-1)))
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Source ids [B, S] and the target shifted right [B, T] (padding id cfg.pad_id)

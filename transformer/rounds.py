@@ -173,7 +173,8 @@ def measure_round(run: str | Path, number: int, summary: dict,
 
 
 # short names that keep a setting's name readable; any other field is named as written
-SHORT_NAMES = {"lr_factor": "lr", "model.P_drop": "pdrop"}
+SHORT_NAMES = {"lr_factor": "lr", "model.P_drop": "pdrop",
+               "model.pointer_id": "pointer"}
 
 
 @dataclass(frozen=True)

@@ -74,9 +74,10 @@ def export_tensors(model: Transformer, quantization: str = "int8"
     if not model.cfg.share_embeddings or model.src_vocab != model.tgt_vocab:
         raise ValueError("the page's model shares one embedding matrix between source, "
                          "target and output layer (share_embeddings, one vocabulary)")
-    if model.cfg.norm_first or model.cfg.positional != "sinusoidal":
-        raise ValueError("the page computes the paper's model only: post-norm layers "
-                         "and sinusoidal positions")
+    if (model.cfg.norm_first or model.cfg.positional != "sinusoidal"
+            or model.cfg.pointer_id is not None):
+        raise ValueError("the page computes the paper's model only: post-norm layers, "
+                         "sinusoidal positions and no pointer_id")
     specs, seen = {}, {}
     for name, t in model.state_dict().items():
         if t.data_ptr() in seen:
