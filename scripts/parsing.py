@@ -58,6 +58,8 @@ round alone, whichever parses dev better (AVERAGE_RULE).
     python scripts/parsing.py --set model.pointer_id=XX   # a labelled variant: the WSJ-only run with
                                      # changes (transformer.train's --set), in runs/parsing-NAME and
                                      # results/parsing-NAME
+    python scripts/parsing.py --set corpus=ptb-semi model.pointer_id=XX   # the same change to the
+                                     # semi-supervised run (the WSJ-only run on the chosen mix)
 
 A variant is trained from its first step under the WSJ-only run's stop and averaging rules (VARIANT_RULE);
 model.pointer_id may name a target symbol: the decoder told which word it is on (chapter 3.6).
@@ -78,7 +80,7 @@ from nltk import Tree
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from transformer.corpora import load_split  # noqa: E402
+from transformer.corpora import CORPORA, load_split  # noqa: E402
 from transformer.distributed import Runtime  # noqa: E402
 from transformer.data import EOS  # noqa: E402
 from transformer.decode import translate  # noqa: E402
@@ -483,10 +485,15 @@ def main(argv=None):
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
+    # the semi-supervised corpora read the silver trees too
+    corpus = changes.changes.get("corpus", PROFILE.corpus) if changes else profile.corpus
+    silver = "silver" in CORPORA[corpus].splits["train"]
+    if silver or any(pilot_of(n) == "semi" for n in args.pilot or ()):
+        counts |= prepare_ptb(data_root, splits={"silver": read_silver(SILVER)})
+    if changes and silver:
+        row = "semi-supervised"             # a variant of Table 4's second row
     if changes:
         profile = with_symbol_ids(changes, run, data_root).apply(PROFILE)
-    if row == "semi-supervised" or any(pilot_of(n) == "semi" for n in args.pilot or ()):
-        counts |= prepare_ptb(data_root, splits={"silver": read_silver(SILVER)})
     if args.pilot is not None:
         # beside the run and its results: runs/parsing-pilot/SETTING, results/parsing-pilot
         return run_pilot(args.pilot or list(PILOT), treebank, data_root, pilot_runs, pilot_results)
