@@ -173,7 +173,8 @@ def measure_round(run: str | Path, number: int, summary: dict,
 
 
 # short names that keep a setting's name readable; any other field is named as written
-SHORT_NAMES = {"lr_factor": "lr", "model.P_drop": "pdrop",
+# a corpus is named by its name alone
+SHORT_NAMES = {"lr_factor": "lr", "model.P_drop": "pdrop", "corpus": "",
                "model.pointer_id": "pointer"}
 
 
