@@ -247,19 +247,25 @@ VARIANT_RULE = ("the WSJ-only run's profile with the variant's changes, trained 
                 "the same test sentences by a paired bootstrap (transformer.parsing.f1_difference)")
 
 
-def with_symbol_ids(setting, run, data_root):
-    """`setting` with a model.pointer_id that names a target symbol (XX) replaced by the symbol's id in the
-    run's vocabulary, which is made first if the run has none (the same corpus gives the same vocabulary)."""
-    symbol = setting.changes.get("model.pointer_id")
-    if not isinstance(symbol, str):
-        return setting
-    profile = Setting.of({k: v for k, v in setting.changes.items() if k != "model.pointer_id"}).apply(PROFILE)
+def symbolic(changes):
+    """The target symbol (XX) that the --set `changes` name as model.pointer_id, or None."""
+    symbol = changes.changes.get("model.pointer_id")
+    return symbol if isinstance(symbol, str) else None
+
+
+def with_symbol_ids(changes, profile, run, data_root):
+    """The variant's `profile` with the model.pointer_id that `changes` name as a target symbol (XX) set to the
+    symbol's id in the run's vocabulary, which is made first if the run has none (the same corpus gives the
+    same vocabulary)."""
+    symbol = symbolic(changes)
+    if symbol is None:
+        return profile
     vocab, _, _ = prepare_data(profile, run, Runtime(), data_root, print)
     piece = "\u2581" + symbol              # how the vocabulary keeps a whole tree symbol
     token = vocab.sp.piece_to_id(piece)
     if vocab.sp.id_to_piece(token) != piece:
         sys.exit(f"--set model.pointer_id={symbol}: {symbol} is not a whole symbol of the parser's vocabulary")
-    return Setting(setting.name, setting.changes | {"model.pointer_id": token})
+    return Setting.of({"model.pointer_id": token}).apply(profile)
 
 
 def pilot_folder(base, name):
@@ -448,13 +454,12 @@ def main(argv=None):
                          or args.pilot is not None):
         parser.error("--set trains a variant of the WSJ-only run from its first step: without "
                      "--share-embeddings, --semi, --from-pilot or --pilot")
-    changes = None
+    changes = variant_profile = None
     if args.changes:
         try:
             changes = Setting.parse(args.changes)
             # every value is checked now, before the corpus is prepared; a symbol once the vocabulary is made
-            Setting.of({k: v for k, v in changes.changes.items()
-                        if not (k == "model.pointer_id" and isinstance(v, str))}).apply(PROFILE)
+            variant_profile = (changes.without("model.pointer_id") if symbolic(changes) else changes).apply(PROFILE)
         except ValueError as err:
             parser.error(str(err))
     name = "parsing-tied" if args.share_embeddings else "parsing"
@@ -480,20 +485,19 @@ def main(argv=None):
                 variant = suffix = named
             run, results = run.with_name(f"{run.name}-{suffix}"), results.with_name(f"{results.name}-{suffix}")
     if changes:
-        variant = changes.name
+        profile, variant = variant_profile, changes.name
         run, results = run.with_name(f"{run.name}-{variant}"), results.with_name(f"{results.name}-{variant}")
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
     # the semi-supervised corpora read the silver trees too
-    corpus = changes.changes.get("corpus", PROFILE.corpus) if changes else profile.corpus
-    silver = "silver" in CORPORA[corpus].splits["train"]
+    silver = "silver" in CORPORA[profile.corpus].splits["train"]
     if silver or any(pilot_of(n) == "semi" for n in args.pilot or ()):
         counts |= prepare_ptb(data_root, splits={"silver": read_silver(SILVER)})
     if changes and silver:
         row = "semi-supervised"             # a variant of Table 4's second row
     if changes:
-        profile = with_symbol_ids(changes, run, data_root).apply(PROFILE)
+        profile = with_symbol_ids(changes, profile, run, data_root)
     if args.pilot is not None:
         # beside the run and its results: runs/parsing-pilot/SETTING, results/parsing-pilot
         return run_pilot(args.pilot or list(PILOT), treebank, data_root, pilot_runs, pilot_results)
