@@ -1,4 +1,8 @@
 # `make book`: install everything into .venv and build the book into _build/html from the outputs stored in the notebooks.
+# `make book` builds both editions: the English one, then the Chinese one into _build/html/zh, from the same
+#   notebooks and the catalogues in locale/zh_CN (each page links to its counterpart in the other).
+# `make book-zh`: only the Chinese edition again (after a change to the catalogues).
+# `make gettext`: refresh those catalogues after the English prose changed (see tools/book_zh.py).
 # `make execute`: run every notebook top to bottom and store its new outputs (after changing code; see README).
 # `make test`: install everything into .venv and run the tests (unit, nbval over every notebook, export check),
 #   then compare the notebooks a second time on PyTorch's portable CPU kernels (see KERNELS).
@@ -19,7 +23,7 @@ export TRANSFORMER_DATA := $(abspath ../shared/data)
 endif
 endif
 
-.PHONY: install lab book execute test test-kernels export benchmark result mutation clean
+.PHONY: install lab book book-zh gettext execute test test-kernels export benchmark result mutation clean
 
 # nbval over the notebooks with the tiny profile: every stored output is compared, except cells tagged
 # nbval-ignore-output (each names its reason), after the substitutions in tools/nbval_sanitize.cfg.
@@ -56,6 +60,14 @@ lab: $(LAB_STAMP)
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build -W -n --keep-going .
 	$(PY) tools/site_downloads.py _build/html
+	$(PY) tools/book_zh.py html
+
+book-zh: $(STAMP)
+	$(PY) tools/book_zh.py html
+
+gettext: $(STAMP)
+	$(PY) tools/book_zh.py gettext
+	$(PY) tools/catalogues.py || true
 
 execute: $(STAMP)
 	$(PY) tools/execute_book.py

@@ -16,22 +16,17 @@ from __future__ import annotations
 
 import functools
 import html
-import importlib.util
 import http.server
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from tools.browser import find_chromium
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO, build_book, need_book_extra
 CHAPTER = "book/03_2_attention"  # has LaTeX (inline and display) and matplotlib figures
 
 # Runs inside the wrapper page. Every wait has a deadline, so a broken page still yields a verdict.
@@ -99,27 +94,6 @@ check().catch(e => ({errors: [String(e && e.stack || e)]}))
 
 
 @pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        message = "headless Chromium not found (install Debian's `chromium` package, or set CHROMIUM=...)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI must have it")
-        pytest.skip(message)
-    return path
-
-
-def need_book_extra():
-    """Skip without the book extra (pip install -e '.[book]', which make test installs); fail under CI."""
-    missing = [m for m in ("yaml", "jupyter_book") if importlib.util.find_spec(m) is None]
-    if missing:
-        message = f"building the book needs the book extra ({', '.join(missing)} missing): pip install -e '.[book]'"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI must have it")
-        pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
 def built_book(tmp_path_factory) -> Path:
     """Build a one-chapter book with the project's configuration; return its _build/html folder."""
     need_book_extra()
@@ -144,31 +118,6 @@ def built_book(tmp_path_factory) -> Path:
 
     build_book(root)
     return root / "_build" / "html"
-
-
-def build_book(root, *options):
-    """`jupyter-book build` as `make book` runs it (warnings are errors); returns its log."""
-    jb = Path(sys.executable).with_name("jupyter-book")
-    command = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "-n", "--keep-going",
-               *options, str(root)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 0, f"book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    return result.stdout + result.stderr
-
-
-@pytest.fixture(scope="session")
-def whole_book(tmp_path_factory) -> Path:
-    """What `make book` does on a reader's machine: the whole book rendered from the outputs stored in
-    the notebooks, nothing executed, and no warning (-W makes one fail the build); its _build/html."""
-    need_book_extra()
-    out = tmp_path_factory.mktemp("whole_book")
-    log = build_book(REPO, "--path-output", str(out))
-    assert "Executing" not in log, "the build executed a notebook: it must render the stored outputs"
-    # and, as `make book` does, the code into the site
-    subprocess.run([sys.executable, str(REPO / "tools" / "site_downloads.py"), str(out / "_build" / "html")],
-                   check=True, capture_output=True)
-    return out / "_build" / "html"
 
 
 def test_the_whole_book_builds_from_its_stored_outputs_without_warnings(whole_book):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_book_html import REPO, chromium, whole_book  # noqa: F401 (fixtures)
+from tests.conftest import REPO
 from transformer.paper import MULTI30K_ANCHOR
 
 MIN_TEXT_PX = 9
@@ -270,11 +270,11 @@ def test_the_landing_page_and_chapter_7_say_what_the_records_say(whole_book):
         assert "no GPU has run it yet" not in text
 
 
-def test_every_link_inside_the_site_leads_to_a_page_of_it(whole_book):
-    """A relative link must land on a file of the built site (a hosted copy has nothing else), and
-    an anchor on an id of its page."""
+def broken_links(site: Path, chosen: list[Path]) -> list[str]:
+    """The relative links of those pages that do not land on a file of the built site (a hosted copy
+    has nothing else), and the anchors that name no id of their page."""
     broken = []
-    for page in pages(whole_book):
+    for page in chosen:
         text = page.read_text(encoding="utf-8")
         for target in set(re.findall(r'href="([^"]+)"', text)):
             if re.match(r"[a-z][a-z0-9+.-]*:|//", target):
@@ -282,12 +282,17 @@ def test_every_link_inside_the_site_leads_to_a_page_of_it(whole_book):
             path, _, anchor = target.partition("#")
             path = path.partition("?")[0]     # a cache-busting query names the same file
             file = (page.parent / html.unescape(path)).resolve() if path else page
-            if not file.is_file() or whole_book.resolve() not in file.parents:
+            if not file.is_file() or site.resolve() not in file.parents:
                 broken.append(f"{page.stem}: {target}")
             elif anchor and file.suffix == ".html" and not re.search(
                     rf'id="{re.escape(html.unescape(anchor))}"', file.read_text(encoding="utf-8")):
                 broken.append(f"{page.stem}: {target}")
-    assert not broken, f"links that lead nowhere: {sorted(broken)}"
+    return sorted(broken)
+
+
+def test_every_link_inside_the_site_leads_to_a_page_of_it(whole_book):
+    broken = broken_links(whole_book, pages(whole_book))
+    assert not broken, f"links that lead nowhere: {broken}"
 
 
 class OpenCode(HTMLParser):
@@ -383,11 +388,11 @@ def test_every_citation_is_linked_to_its_source(whole_book):
     assert not {k: v for k, v in found.items() if v}, f"works cited in plain text: {found}"
 
 
-def test_every_page_fits_the_column_with_readable_figures_and_real_tables(chromium, whole_book, tmp_path):
-    names = [f"book/{p.name}" for p in pages(whole_book)]
-    (whole_book / "_page_check.html").write_text(WRAPPER % {
+def column_check(chromium, site: Path, names: list[str], tmp_path: Path) -> tuple[list[dict], dict]:
+    """Each page (its path inside the site) laid out in the browser: the verdicts and the problems."""
+    (site / "_page_check.html").write_text(WRAPPER % {
         "pages": json.dumps(names), "min_px": MIN_TEXT_PX, "width": WINDOW[0], "height": WINDOW[1]})
-    verdicts = run_in_browser(chromium, whole_book, "_page_check.html", tmp_path)
+    verdicts = run_in_browser(chromium, site, "_page_check.html", tmp_path)
     assert {v["page"] for v in verdicts} == set(names)
     problems = {}
     for v in verdicts:
@@ -396,6 +401,12 @@ def test_every_page_fits_the_column_with_readable_figures_and_real_tables(chromi
                  if v.get(k)}
         if found:
             problems[v["page"]] = found
+    return verdicts, problems
+
+
+def test_every_page_fits_the_column_with_readable_figures_and_real_tables(chromium, whole_book, tmp_path):
+    verdicts, problems = column_check(chromium, whole_book, [f"book/{p.name}" for p in pages(whole_book)],
+                                      tmp_path)
     assert sum(v.get("figures", 0) for v in verdicts) > 20, "the figures are missing"
     assert all(v.get("column", 0) > 600 for v in verdicts), "the text column was not laid out"
     assert not problems, "what a reader would see:\n" + json.dumps(problems, indent=1, ensure_ascii=False)

@@ -19,7 +19,7 @@ import pytest
 import sacrebleu
 import torch
 
-from tests.test_book_html import REPO, chromium, whole_book  # noqa: F401 (fixtures)
+from tests.conftest import REPO
 from tools.browser import element, open_page
 from transformer.data import EOS
 from transformer.decode import beam_search, greedy_decode, simple_beam_search, simple_greedy_decode

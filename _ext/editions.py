@@ -1,0 +1,83 @@
+"""The book in two languages from one source: the English edition, and a Chinese one whose prose comes
+from the translation catalogues in locale/ (tools/book_zh.py builds it into the English site's zh/).
+
+Every page of either edition carries a link to the same page in the other, and each landing page says
+that the other edition exists. A page that only one edition has (the Chinese glossary) links to the
+other's landing page."""
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.transforms import SphinxTransform
+
+# folder: where the edition lives inside the site; switch: how a link to it reads; notice: the
+# sentence the *other* edition's landing page shows, with {link} where the link goes; config: the
+# Sphinx settings of the edition's build that the catalogues cannot translate.
+EDITIONS = {
+    "en": {"folder": "", "lang": "en", "switch": "English",
+           "notice": "本书的英文原版：{link}。书中的术语与英文原词的对照见{glossary}。",
+           "notice_link": "English edition", "config": {}},
+    "zh_CN": {"folder": "zh/", "lang": "zh-CN", "switch": "中文",
+              "notice": "This book also has a Chinese edition: {link}.",
+              "notice_link": "中文版",
+              # the book folds only cells' code (hide-input), so the fold's button names code
+              "config": {"html_title": "注意力就是一切：逐节实现与讲解",
+                         "nb_code_prompt_show": "显示代码", "nb_code_prompt_hide": "隐藏代码"}},
+}
+GLOSSARY = "locale/zh_CN/glossary"
+
+
+def edition_of(app) -> str:
+    return app.config.language if app.config.language in EDITIONS else "en"
+
+
+def other_page(this: str, other: str, pagename: str, root: str) -> str:
+    """The relative address, from page `pagename` of edition `this`, of its counterpart in `other`."""
+    up = "../" * (pagename.count("/") + EDITIONS[this]["folder"].count("/"))
+    target = root if pagename.startswith("locale/") else pagename
+    return up + EDITIONS[other]["folder"] + target + ".html"
+
+
+def add_switch(app, pagename, templatename, context, doctree):
+    this = edition_of(app)
+    other = "zh_CN" if this == "en" else "en"
+    href = other_page(this, other, pagename, app.config.root_doc)
+    context["edition_switch"] = {"href": href, "label": EDITIONS[other]["switch"],
+                                 "lang": EDITIONS[other]["lang"]}
+    if pagename == app.config.root_doc and "body" in context:
+        words = EDITIONS[other]
+        link = f'<a href="{href}" hreflang="{words["lang"]}">{words["notice_link"]}</a>'
+        glossary = f'<a href="{"../" * pagename.count("/")}{GLOSSARY}.html">术语表</a>'
+        notice = words["notice"].format(link=link, glossary=glossary)
+        # under the page's first heading, where a reader looks first
+        head, sep, rest = context["body"].partition("</h1>")
+        context["body"] = f'{head}{sep}<p class="other-edition">{notice}</p>{rest}'
+
+
+class KeptAsWritten(SphinxTransform):
+    """What every edition shows as it is, and so keeps out of the catalogues: a cell's output is what
+    its code printed (a re-run would make its translation stale), and display math has no words.
+    Sphinx would also hand a translated math block back to the parser in reST syntax, which MyST
+    renders as a stray "::" and a code block."""
+
+    default_priority = 5  # before Sphinx translates (20) and before the gettext builder extracts
+
+    def apply(self, **kwargs):
+        for node in self.document.findall(nodes.math_block):
+            node["translatable"] = False
+        for output in self.document.findall(nodes.container):
+            if output.get("nb_element") == "cell_code_output":
+                for node in output.findall(nodes.TextElement):
+                    node["translatable"] = False
+
+
+def use_switch_template(app, config):
+    config.templates_path.append(str(Path(__file__).parent / "templates"))
+    options = config.html_theme_options
+    options["article_header_end"] = ["edition-switch.html", "article-header-buttons.html"]
+
+
+def setup(app):
+    app.add_transform(KeptAsWritten)
+    app.connect("config-inited", use_switch_template)
+    app.connect("html-page-context", add_switch)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

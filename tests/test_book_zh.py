@@ -1,0 +1,155 @@
+"""The Chinese edition: built from the same notebooks through the catalogues in locale/zh_CN, with a
+language switch on every page of both editions (tools/book_zh.py, _ext/editions.py).
+
+The catalogue tests need no build: the core pages are wholly translated, the book mostly, nothing fuzzy,
+and no translation loses the math, code, links or glossary terms of its English (tools/catalogues.py).
+The site tests read the book that `make book` and `make book-zh` build (the whole_book fixture).
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+from tests.conftest import REPO, need_book_extra
+from tests.test_book_pages import MACHINE_PATH, broken_links, column_check, pages, visible_text
+from tools import catalogues
+from tools.catalogues import CORE_PAGES, coverage, glossary, lost_parts, missing_terms
+
+BOOK_COVERAGE = 0.80   # of all entries; the core pages: all of them
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def books() -> dict:
+    return catalogues.catalogues()
+
+
+def test_the_core_pages_are_wholly_translated(books):
+    assert set(CORE_PAGES) <= set(books), f"core pages without a catalogue: {set(CORE_PAGES) - set(books)}"
+    short = {page: "{}/{}".format(done, count) for page in CORE_PAGES
+             for done, _, count in [coverage(books[page])] if done < count}
+    assert not short, f"core pages not wholly translated (translated/entries): {short}"
+
+
+def test_most_of_the_book_is_translated_and_nothing_is_fuzzy(books):
+    done, fuzzy, count = (sum(c) for c in zip(*(coverage(catalogue) for catalogue in books.values())))
+    assert done >= BOOK_COVERAGE * count, f"{done} of {count} entries translated, under {BOOK_COVERAGE:.0%}"
+    assert fuzzy == 0, f"{fuzzy} fuzzy entries: check each against its new English and clear the flag"
+
+
+def test_every_translation_keeps_the_math_code_and_links_of_its_english(books):
+    found = {page: lost_parts(catalogue) for page, catalogue in books.items()}
+    found = {page: problems for page, problems in found.items() if problems}
+    assert not found, f"translations that changed what they must keep: {found}"
+
+
+def test_every_translation_uses_the_glossarys_terms(books):
+    terms = glossary()
+    assert len(terms) >= 20 and ("beam search", "束搜索") in [(t[0], c) for t, c in terms]
+    found = {page: missing_terms(catalogue, terms) for page, catalogue in books.items()}
+    found = {page: problems for page, problems in found.items() if problems}
+    assert not found, f"translations that do not use the glossary's term: {found}"
+
+
+def test_the_checks_see_what_a_translation_loses():
+    english = ("Scores are $QK^T/\\sqrt{d_k}$ from `attention()` as in {cite:t}`vaswani2017`, "
+               "see [the mask](03_2_attention.ipynb) and {ref}`the figure <fig-mask>`.")
+    kept = ("分数是 $QK^T/\\sqrt{d_k}$，来自 `attention()`，见 {cite:t}`vaswani2017`、"
+            "[掩码](03_2_attention.ipynb) 与 {ref}`图 <fig-mask>`。")
+    assert not catalogues.fixed_parts(english) - catalogues.fixed_parts(kept)
+    for broken in (kept.replace("\\sqrt{d_k}", "\\sqrt{d}"), kept.replace("`attention()`", "attention()"),
+                   kept.replace("03_2_attention.ipynb", "03_2.ipynb"), kept.replace("<fig-mask>", "<图>"),
+                   kept.replace("vaswani2017", "vaswani")):
+        assert catalogues.fixed_parts(english) - catalogues.fixed_parts(broken), broken
+    terms = [(["beam search"], "束搜索"), (["warm-up", "warmup"], "预热")]
+    assert catalogues.terms_missing("Beam searches and the warmup", "束搜索与预热", terms) == []
+    assert catalogues.terms_missing("the warm up steps", "热身步", terms) == ["warm-up"]
+    assert catalogues.terms_missing("`beam_search(...)` runs", "运行", terms) == []  # code is no prose
+
+
+def test_the_catalogues_hold_exactly_the_books_english(tmp_path):
+    """A paragraph changed in a notebook must reach the catalogue (`make gettext`); otherwise the
+    Chinese edition shows it in English while the coverage tests still pass."""
+    need_book_extra()
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "book_zh.py"), "pot", str(tmp_path / "pot")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    templates = {p.relative_to(tmp_path / "pot").with_suffix("").as_posix(): p
+                 for p in (tmp_path / "pot").rglob("*.pot")}
+    books = catalogues.catalogues()
+    assert set(templates) == set(books), "pages and catalogues differ: run `make gettext`"
+    stale = {}
+    for page, template in templates.items():
+        english = {m.id for m in read_po(template.open("rb")) if m.id}
+        translated = {m.id for m in books[page] if m.id}
+        if english != translated:
+            stale[page] = {"new": sorted(english - translated)[:3], "gone": sorted(translated - english)[:3]}
+    assert not stale, f"catalogues out of step with the notebooks (run `make gettext`): {stale}"
+
+
+def zh_pages(site: Path) -> list[Path]:
+    return pages(site / "zh")
+
+
+def test_the_chinese_edition_has_every_page_in_chinese(whole_book):
+    english = {p.name for p in pages(whole_book)}
+    chinese = {p.name for p in zh_pages(whole_book)}
+    assert english == chinese, f"pages of one edition only: {english ^ chinese}"
+    glossary_page = whole_book / "zh" / "locale" / "zh_CN" / "glossary.html"
+    assert glossary_page.is_file(), "the glossary is missing from the Chinese edition"
+    for page in [*zh_pages(whole_book), glossary_page]:
+        text = page.read_text(encoding="utf-8")
+        assert '<html lang="zh-CN"' in text, page.name
+        heading = re.search(r"<h1>(.*?)<", text, re.S).group(1)
+        assert CJK.search(heading), f"{page.name}: its heading is not translated: {heading!r}"
+
+
+def switch_target(page: Path) -> Path:
+    found = re.search(r'class="btn btn-sm edition-switch" href="([^"]+)"', page.read_text(encoding="utf-8"))
+    assert found, f"{page}: no language switch"
+    return (page.parent / found.group(1)).resolve()
+
+
+def test_every_page_switches_to_itself_in_the_other_edition(whole_book):
+    root = whole_book.resolve()
+    for page in pages(whole_book):
+        assert switch_target(page) == (root / "zh" / "book" / page.name), page.name
+    for page in zh_pages(whole_book):
+        assert switch_target(page) == (root / "book" / page.name), page.name
+    # the page only the Chinese edition has goes to the English landing page
+    glossary_page = root / "zh" / "locale" / "zh_CN" / "glossary.html"
+    assert switch_target(glossary_page) == root / "book" / "index.html"
+
+
+def test_each_landing_page_names_the_other_edition(whole_book):
+    english = (whole_book / "book" / "index.html").read_text(encoding="utf-8")
+    chinese = (whole_book / "zh" / "book" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'class="other-edition">[^<]*<a href="../zh/book/index.html"', english)
+    assert re.search(r'class="other-edition">[^<]*<a href="../../book/index.html"', chinese)
+    assert 'href="../locale/zh_CN/glossary.html"' in chinese
+
+
+def test_the_chinese_pages_link_only_to_pages_of_the_site(whole_book):
+    chosen = [*zh_pages(whole_book), whole_book / "zh" / "locale" / "zh_CN" / "glossary.html"]
+    broken = broken_links(whole_book, chosen)
+    assert not broken, f"links that lead nowhere: {broken}"
+
+
+def test_no_chinese_page_names_a_path_of_the_machine_that_made_it(whole_book):
+    found = {p.stem: sorted(set(MACHINE_PATH.findall(visible_text(p)))) for p in zh_pages(whole_book)}
+    assert not {k: v for k, v in found.items() if v}, found
+
+
+def test_every_chinese_page_fits_the_column_with_real_tables(chromium, whole_book, tmp_path):
+    """Chinese text breaks lines anywhere and sets wider than Latin text: the column and the tables
+    are checked again, in whatever CJK font the machine has (or the boxes drawn without one)."""
+    names = [f"zh/book/{p.name}" for p in zh_pages(whole_book)] + ["zh/locale/zh_CN/glossary.html"]
+    verdicts, problems = column_check(chromium, whole_book, names, tmp_path)
+    assert all(v.get("column", 0) > 600 for v in verdicts), "the text column was not laid out"
+    assert not problems, "what a reader would see:\n" + json.dumps(problems, indent=1, ensure_ascii=False)

@@ -1,0 +1,150 @@
+"""How far the Chinese edition's catalogues go, and whether each translation keeps what must not change.
+
+    python tools/catalogues.py            # coverage of every page, then each problem found
+    python tools/catalogues.py book/03_2_attention book/04_why_self_attention   # those pages only
+
+A translation replaces the English words, not what the words point at or compute: every `$...$` math,
+inline `code`, link target, citation key and cross-reference label of an entry's English text (its
+msgid) must come back byte for byte in its translation (msgstr), and an entry whose English uses a term
+of the glossary (locale/zh_CN/glossary.md) must use that term's Chinese name. tests/test_book_zh.py
+holds the catalogues to these rules and to the coverage below.
+"""
+import argparse
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCALE = ROOT / "locale" / "zh_CN"
+CATALOGUES = LOCALE / "LC_MESSAGES"
+GLOSSARY = LOCALE / "glossary.md"
+# Translated first and kept whole: the landing page and the paper's model from idea to use.
+CORE_PAGES = ["book/index", "book/01_introduction", "book/02_background", "book/03_1_encoder_decoder_stacks",
+              "book/03_2_attention", "book/03_3_feed_forward", "book/03_4_embeddings_softmax",
+              "book/03_5_positional_encoding", "book/03_6_full_model", "book/04_why_self_attention",
+              "book/05_3_optimizer", "book/05_4_regularization", "book/06_1_decoding",
+              "book/06_1_try_the_model", "book/07_conclusion"]
+
+MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\s)[^$]+?(?<![\s\\])\$", re.S)
+ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
+CODE = re.compile(r"(`+)(.+?)\1", re.S)
+LINK = re.compile(r"\]\(([^)\s]*)\)|<(https?://[^>\s]+)>|href=\"([^\"]*)\"")
+
+
+def page_of(path: Path) -> str:
+    return path.relative_to(CATALOGUES).with_suffix("").as_posix()
+
+
+def catalogues() -> dict:
+    """page -> its catalogue (babel Catalog), for every page that has one."""
+    return {page_of(path): read_po(path.open("rb")) for path in sorted(CATALOGUES.rglob("*.po"))}
+
+
+def entries(catalogue) -> list:
+    return [message for message in catalogue if message.id]
+
+
+def coverage(catalogue) -> tuple[int, int, int]:
+    """(translated and not fuzzy, fuzzy, all) entries; a fuzzy translation is never shown."""
+    messages = entries(catalogue)
+    fuzzy = sum(message.fuzzy for message in messages)
+    done = sum(bool(message.string) and not message.fuzzy for message in messages)
+    return done, fuzzy, len(messages)
+
+
+def fixed_parts(text: str) -> Counter:
+    """What a translation must keep: math, roles' targets, inline code, link targets."""
+    kept = Counter()
+    text = MATH.sub(lambda m: kept.update([m.group(0)]) or " ", text)
+    for role, content in ROLE.findall(text):
+        # {ref}`words <label>`: the words may be translated, the label not; {cite}`key` keeps it all
+        target = re.search(r"<([^<>]+)>$", content)
+        kept[f"{{{role}}}" + (target.group(1) if target else content)] += 1
+    text = ROLE.sub(" ", text)
+    kept.update(match.group(0) for match in CODE.finditer(text))
+    text = CODE.sub(" ", text)
+    kept.update(next(group for group in match.groups() if group) for match in LINK.finditer(text))
+    return kept
+
+
+def prose(text: str) -> str:
+    """The words of an entry, without its math, code and links (where an English term is no prose)."""
+    for pattern in (MATH, ROLE, CODE):
+        text = pattern.sub(" ", text)
+    return re.sub(r"\]\([^)]*\)|<[^>]+>", " ", text)
+
+
+def glossary() -> list[tuple[list[str], str]]:
+    """([English spellings], Chinese) for each row of the glossary's table."""
+    rows = []
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0] not in ("English", "") and not set(cells[0]) <= set("-: "):
+            rows.append(([spelling.strip() for spelling in cells[0].split("/")], cells[1]))
+    return rows
+
+
+def term_pattern(spelling: str) -> re.Pattern:
+    # plural, possessive and hyphen or space between the words all count as the term
+    words = [re.escape(word) for word in re.split(r"[\s-]+", spelling)]
+    return re.compile(r"(?<![\w-])" + r"[\s-]+".join(words) + r"(?:s|es)?(?!\w)", re.I)
+
+
+def lost_parts(catalogue) -> list[str]:
+    """Translated entries that dropped or changed math, code, a link target or a role's target."""
+    found = []
+    for message in entries(catalogue):
+        if message.string and not message.fuzzy:
+            lost = fixed_parts(message.id) - fixed_parts(message.string)
+            if lost:
+                found.append(f"{message.id[:70]!r}: the translation lost {sorted(lost)}")
+    return found
+
+
+def terms_missing(english: str, chinese: str, terms) -> list[str]:
+    """The glossary terms the English uses in its prose whose Chinese names the translation lacks."""
+    words = prose(english)
+    return [spellings[0] for spellings, name in terms
+            if any(term_pattern(s).search(words) for s in spellings) and name not in chinese]
+
+
+def missing_terms(catalogue, terms=None) -> list[str]:
+    terms = glossary() if terms is None else terms
+    names = {spellings[0]: name for spellings, name in terms}
+    return [f"{message.id[:70]!r}: uses '{term}' but not the glossary's '{names[term]}'"
+            for message in entries(catalogue) if message.string and not message.fuzzy
+            for term in terms_missing(message.id, message.string, terms)]
+
+
+def problems(catalogue, terms=None) -> list[str]:
+    return lost_parts(catalogue) + missing_terms(catalogue, terms)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pages", nargs="*", help="pages such as book/03_2_attention (default: all)")
+    args = parser.parse_args(argv)
+    books = catalogues()
+    unknown = [page for page in args.pages if page not in books]
+    if unknown:
+        sys.exit(f"error: no catalogue for {unknown}; pages are {sorted(books)}")
+    chosen = args.pages or list(books)
+    terms, total, bad = glossary(), [0, 0, 0], 0
+    for page in chosen:
+        done, fuzzy, count = coverage(books[page])
+        total = [a + b for a, b in zip(total, (done, fuzzy, count))]
+        print(f"{page:36s} {done:4d}/{count:<4d} translated {100 * done / max(count, 1):5.1f}%  fuzzy {fuzzy}")
+        for problem in problems(books[page], terms):
+            print(f"    {problem}")
+            bad += 1
+    done, fuzzy, count = total
+    print(f"{'all':36s} {done:4d}/{count:<4d} translated {100 * done / max(count, 1):5.1f}%  fuzzy {fuzzy}"
+          f"  problems {bad}")
+    return 1 if bad or fuzzy else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
