@@ -66,8 +66,11 @@ class KeptAsWritten(SphinxTransform):
             node["translatable"] = False
         for output in self.document.findall(nodes.container):
             if output.get("nb_element") == "cell_code_output":
+                # blocks only: inline nodes are never extracted, and an inline node that carries
+                # the attribute at all is taken for a translation's placeholder and emptied
                 for node in output.findall(nodes.TextElement):
-                    node["translatable"] = False
+                    if not isinstance(node, nodes.Inline):
+                        node["translatable"] = False
 
 
 def use_switch_template(app, config):

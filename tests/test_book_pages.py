@@ -290,6 +290,21 @@ def broken_links(site: Path, chosen: list[Path]) -> list[str]:
     return sorted(broken)
 
 
+def wordless_links(chosen: list[Path]) -> list[str]:
+    """Links of the text (references, internal or external) that a reader cannot see: no words."""
+    found = []
+    for page in chosen:
+        for target, inner in re.findall(r'<a class="reference [^"]*"[^>]*href="([^"]*)"[^>]*>(.*?)</a>',
+                                        page.read_text(encoding="utf-8"), re.S):
+            if not re.sub(r"<[^>]+>", "", inner).strip() and "<img" not in inner:
+                found.append(f"{page.stem}: {target}")
+    return found
+
+
+def test_every_link_in_the_text_has_words(whole_book):
+    assert not wordless_links(pages(whole_book)), wordless_links(pages(whole_book))
+
+
 def test_every_link_inside_the_site_leads_to_a_page_of_it(whole_book):
     broken = broken_links(whole_book, pages(whole_book))
     assert not broken, f"links that lead nowhere: {broken}"

@@ -212,6 +212,22 @@ def test_characters_never_seen_are_named(chromium, whole_book, tmp_path):
     assert element(dom, "td", "translator-output")
 
 
+def test_the_chinese_edition_s_page_speaks_chinese(chromium, whole_book, torch_model, tmp_path):
+    """The same model and searches, in the words of the edition around it (lang="zh-CN"): the form,
+    the status line and a refusal, whose English the page's own words replace."""
+    model, vocab = torch_model
+    sentence = "Two dogs are playing in the snow ."
+    url = (whole_book / "zh" / PAGE).as_uri() + "?text=" + urllib.parse.quote(sentence)
+    dom = open_page(chromium, url, tmp_path, seconds=60)
+    assert element(dom, "td", "translator-output") == vocab.decode(torch_search(model, vocab, sentence, 4))
+    assert element(dom, "button", "translator-go") == "翻译"
+    assert element(dom, "th", "translator-beam-label") == "束搜索（k = 4，\u03b1 = 0.6）"
+    status = element(dom, "span", "translator-status")
+    assert status.startswith("束搜索（k = 4）：") and "贪心搜索" in status
+    dom = open_page(chromium, (whole_book / "zh" / PAGE).as_uri() + "?text=%20%20", tmp_path, seconds=60)
+    assert element(dom, "p", "translator-message") == "请先输入一个英语句子。"
+
+
 def test_a_page_without_its_model_says_so(chromium, whole_book, tmp_path):
     root = tmp_path / "site"
     (root / "book").mkdir(parents=True)

@@ -5,8 +5,9 @@
 
 A translation replaces the English words, not what the words point at or compute: every `$...$` math,
 inline `code`, link target, citation key and cross-reference label of an entry's English text (its
-msgid) must come back byte for byte in its translation (msgstr), and an entry whose English uses a term
-of the glossary (locale/zh_CN/glossary.md) must use that term's Chinese name. tests/test_book_zh.py
+msgid) must come back byte for byte in its translation (msgstr), an entry whose English uses a term
+of the glossary (locale/zh_CN/glossary.md) must use that term's Chinese name, and its emphasis must
+still close (Chinese punctuation next to `**` can keep it open). tests/test_book_zh.py
 holds the catalogues to these rules and to the coverage below.
 """
 import argparse
@@ -119,8 +120,26 @@ def missing_terms(catalogue, terms=None) -> list[str]:
             for term in terms_missing(message.id, message.string, terms)]
 
 
+def stray_emphasis(text: str) -> int:
+    """How many `*` and `**` of the text a Markdown parser leaves as characters: CommonMark closes
+    emphasis only where the closing run is not preceded by punctuation, or followed by some, so
+    `**标题。**正文` shows its asterisks and `**标题**。正文` is bold."""
+    from markdown_it import MarkdownIt
+
+    plain = MATH.sub(" ", CODE.sub(" ", ROLE.sub(" ", text)))
+    rendered = re.sub(r"<[^>]+>", "", MarkdownIt("commonmark").renderInline(plain))
+    return len(re.findall(r"\*\*|(?<![\w*])\*(?=\S)", rendered))
+
+
+def broken_emphasis(catalogue) -> list[str]:
+    """Translated entries that show more asterisks than their English does (emphasis left open)."""
+    return [f"{message.id[:70]!r}: emphasis that does not close in the translation"
+            for message in entries(catalogue) if message.string and not message.fuzzy
+            and stray_emphasis(message.string) > stray_emphasis(message.id)]
+
+
 def problems(catalogue, terms=None) -> list[str]:
-    return lost_parts(catalogue) + missing_terms(catalogue, terms)
+    return lost_parts(catalogue) + missing_terms(catalogue, terms) + broken_emphasis(catalogue)
 
 
 def main(argv=None) -> int:

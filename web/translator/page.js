@@ -9,6 +9,84 @@
   // the searches' outputs and attention; `live` names the search being drawn as it runs
   const state = {beam: null, greedy: null, source: [], live: null};
 
+  // --- the page's words, in the language of the book around it ----------------------------------------
+
+  // The Chinese edition's pages say lang="zh-CN"; the HTML of the form is written in English, and
+  // in another language each of its elements marked data-say="KEY" takes WORDS[lang][KEY].
+  const WORDS = {
+    en: {
+      waiting: "the next sentence waits for this one to finish",
+      beam_label: (k, alpha) => k === 1 ? "Beam search (k = 1, that is greedy)" : `Beam search (k = ${k}, \u03b1 = ${alpha})`,
+      sentence_of: (i, n) => `, sentence ${i} of ${n}`,
+      pieces_so_far: (name, which, n) => `${name} search${which}: ${n} pieces`,
+      done: (k, beam, greedy, n) => `beam search (k = ${k}): ${beam} s; greedy search: ${greedy} s` +
+        (n > 1 ? `; ${n} sentences, translated one by one (the chart shows the last)` : ""),
+      unseen: pieces => `Never seen in training, so passed to the model as raw bytes: ${pieces}. ` +
+        "Expect a poor translation around them.",
+      try: "try",
+      try_label: i => `Translate sentence ${i} here`,
+      shown: (n, all) => `${n} of ${all}`,
+      gallery_about: (n, task, results) => `The first ${n} sentences of ${task}, in corpus order, ` +
+        `with the translations of the run's test evaluation (results/${results}, its chosen search), ` +
+        "not of this page.",
+      no_gallery: "No results record describes this model, so there are no test translations to show.",
+      no_files: "The model's files did not load (translator/model.js and translator/translator.js " +
+        "must sit beside the book's pages).",
+      unreadable: message => `The model could not be read: ${message}`,
+      of: (i, n) => `${i} of ${n}`,
+      mean: "mean",
+      origin: s => `of results/${s.results} (${s.task}; profile ${s.profile}, ${s.steps} steps, the last ` +
+        `${s.average_last} checkpoints averaged; test BLEU ${s.test_bleu} with beam 4 in PyTorch)`,
+      no_origin: "(no results record describes it: no scores)",
+      about: (model, origin, quantization, pieces, characters) => `Model: ${model} ${origin}, ` +
+        `${quantization} weights. Limits: ${pieces} word pieces, ${characters} characters.`,
+      ready: seconds => `model ready in ${seconds} s`,
+      keys: "English pieces (keys)", queries: "German pieces (queries)", weight: "weight",
+      chart: (layer, head, pairs) => `Encoder-decoder attention, layer ${layer}, head ${head}: ${pairs}`,
+    },
+    zh: {
+      english: "英文", translate: "翻译", beam_size: "束宽", greedy_search: "贪心搜索",
+      beam_search: "束搜索", attention: "编码器-解码器注意力", layer: "层", head: "头", which: "显示",
+      loading: "正在加载模型……", gallery: "示例集：模型在测试集上的译文", search: "搜索",
+      search_hint: "英文原句、参考译文或模型输出", reference: "参考译文", ours: "本书模型（测试运行）",
+      waiting: "下一句等这一句译完再开始",
+      beam_label: (k, alpha) => k === 1 ? "束搜索（k = 1，即贪心搜索）" : `束搜索（k = ${k}，\u03b1 = ${alpha}）`,
+      sentence_of: (i, n) => `，第 ${i} 句（共 ${n} 句）`,
+      pieces_so_far: (name, which, n) => `${name === "beam" ? "束搜索" : "贪心搜索"}${which}：${n} 个子词`,
+      done: (k, beam, greedy, n) => `束搜索（k = ${k}）：${beam} 秒；贪心搜索：${greedy} 秒` +
+        (n > 1 ? `；共 ${n} 句，逐句翻译（图中显示最后一句）` : ""),
+      unseen: pieces => `这些字符训练中从未出现，只能以原始字节交给模型：${pieces}。它们附近的译文可能较差。`,
+      try: "试试",
+      try_label: i => `在上方翻译第 ${i} 句`,
+      shown: (n, all) => `${n} / ${all}`,
+      gallery_about: (n, task, results) => `${task} 的前 ${n} 个句子，按语料顺序排列；译文来自该训练运行的` +
+        `测试评估（results/${results}，用它选定的搜索设置），而不是本页。`,
+      no_gallery: "没有结果记录描述这个模型，因此没有测试译文可以展示。",
+      no_files: "模型文件没有加载（translator/model.js 和 translator/translator.js 必须与本书的页面放在一起）。",
+      unreadable: message => `无法读取模型：${message}`,
+      of: (i, n) => `${i} / ${n}`,
+      mean: "平均",
+      origin: s => `，来自 results/${s.results}（${s.task}；配置 ${s.profile}，${s.steps} 步，对最后 ` +
+        `${s.average_last} 个检查点取平均；在 PyTorch 中用束宽 4 测得测试 BLEU ${s.test_bleu}）`,
+      no_origin: "（没有结果记录描述它：没有分数）",
+      about: (model, origin, quantization, pieces, characters) => `模型：${model}${origin}，` +
+        `${quantization} 权重。上限：${pieces} 个子词，${characters} 个字符。`,
+      ready: seconds => `模型已就绪，用时 ${seconds} 秒`,
+      keys: "英语子词（键）", queries: "德语子词（查询）", weight: "权重",
+      chart: (layer, head, pairs) => `编码器-解码器注意力，第 ${layer} 层，头 ${head}：${pairs}`,
+      empty: "请先输入一个英语句子。",
+      too_long: (n, most) => `这段文字有 ${n} 个字符；本页一次最多翻译 ${most} 个。请试试一个句子。`,
+      too_many_pieces: (n, most) => `这个句子有 ${n} 个子词；模型训练时的句子最多 ${most} 个。请试试短一些的句子。`,
+    },
+  };
+  const lang = (document.documentElement.lang || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
+  function say(key, ...args) {
+    const words = key in WORDS[lang] ? WORDS[lang][key] : WORDS.en[key];
+    return typeof words === "function" ? words(...args) : words;
+  }
+  // a refusal from translator.js in the page's language (its English message otherwise)
+  const refused = err => err.words && WORDS[lang][err.words] ? say(err.words, ...err.args) : err.message;
+
   function setMessage(text, kind) {
     const el = $("translator-message");
     el.textContent = text || "";
@@ -68,11 +146,11 @@
     // axis titles
     ctx.font = "bold 12px sans-serif";
     ctx.textAlign = "center";
-    ctx.fillText("English pieces (keys)", (left + right) / 2, 10);
+    ctx.fillText(say("keys"), (left + right) / 2, 10);
     ctx.save();
     ctx.translate(10, top + Math.max(bottom - top, 120) / 2);
     ctx.rotate(-Math.PI / 2);
-    ctx.fillText("German pieces (queries)", 0, 0);
+    ctx.fillText(say("queries"), 0, 0);
     ctx.restore();
     // the colour scale: attention weight from 0 (white) to 1 (blue)
     const barX = right + 14, barH = Math.max(60, Math.min(bottom - top, 160));
@@ -87,7 +165,7 @@
     ctx.textAlign = "left";
     ctx.fillText("1", barX + 16, top + 4);
     ctx.fillText("0", barX + 16, top + barH - 4);
-    ctx.fillText("weight", barX - 6, top - 10);
+    ctx.fillText(say("weight"), barX - 6, top - 10);
   }
 
   // The chart in words, for screen readers: each output piece and the source piece it
@@ -100,8 +178,7 @@
       for (let s = 1; s < state.source.length; s++) if (p(s) > p(best)) best = s;
       return `${which.tokens[t]} \u2192 ${state.source[best]}`;
     });
-    $("translator-attention").setAttribute("aria-label",
-      `Encoder-decoder attention, layer ${layer + 1}, head ${head}: ` + strongest.join(", "));
+    $("translator-attention").setAttribute("aria-label", say("chart", layer + 1, head, strongest.join(", ")));
   }
 
   // --- translating from the form ----------------------------------------------------------------------
@@ -119,7 +196,7 @@
   async function run(text) {
     if (busy) {
       pending = text;
-      $("translator-status").textContent = "the next sentence waits for this one to finish";
+      $("translator-status").textContent = say("waiting");
       return;
     }
     busy = true;
@@ -128,8 +205,7 @@
     $("translator-greedy").textContent = "";
     state.beam = state.greedy = null;
     const k = +$("translator-beam").value;
-    $("translator-beam-label").textContent = k === 1 ? "Beam search (k = 1, that is greedy)"
-      : `Beam search (k = ${k}, \u03b1 = ${book.load().payload.search.alpha})`;
+    $("translator-beam-label").textContent = say("beam_label", k, book.load().payload.search.alpha);
     try {
       const {vocab, payload} = book.load();
       book.check(text, payload.limits);      // the whole input, before it is cut into sentences
@@ -138,13 +214,13 @@
         state.live = name;
         const started = performance.now(), outputs = [];
         for (const [i, part] of parts.entries()) {
-          const which = parts.length > 1 ? `, sentence ${i + 1} of ${parts.length}` : "";
+          const which = parts.length > 1 ? say("sentence_of", i + 1, parts.length) : "";
           state.source = vocab.encode(part.trim() ? part : "").ids.map(j => vocab.pieces[j]).concat("</s>");
           const result = await book.translate(part, {
             beam,
             onStep: (ids, attention) => {
               state[name] = {tokens: ids.map(j => vocab.pieces[j]), attention};
-              $("translator-status").textContent = `${name} search${which}: ${ids.length} pieces`;
+              $("translator-status").textContent = say("pieces_so_far", name, which, ids.length);
               draw();
             },
           });
@@ -156,12 +232,9 @@
         seconds[name] = (performance.now() - started) / 1000;
       }
       // both searches, each with its time: the line names what produced each output
-      $("translator-status").textContent = `beam search (k = ${k}): ${seconds.beam.toFixed(2)} s; ` +
-        `greedy search: ${seconds.greedy.toFixed(2)} s` + (parts.length > 1 ?
-        `; ${parts.length} sentences, translated one by one (the chart shows the last)` : "");
-      if (unseen.length)
-        setMessage("Never seen in training, so passed to the model as raw bytes: " +
-                   [...new Set(unseen)].join(" ") + ". Expect a poor translation around them.", "warning");
+      $("translator-status").textContent = say("done", k, seconds.beam.toFixed(2), seconds.greedy.toFixed(2),
+                                               parts.length);
+      if (unseen.length) setMessage(say("unseen", [...new Set(unseen)].join(" ")), "warning");
       state.live = null;
       draw();
     } catch (err) {
@@ -170,7 +243,7 @@
       state.beam = state.greedy = null;
       state.live = null;
       draw();
-      setMessage(err.message, "error");
+      setMessage(refused(err), "error");
       $("translator-status").textContent = "";
     } finally {
       busy = false;
@@ -195,8 +268,8 @@
       }
       const td = document.createElement("td"), button = document.createElement("button");
       button.type = "button";
-      button.textContent = "try";
-      button.setAttribute("aria-label", `Translate sentence ${i + 1} here`);
+      button.textContent = say("try");
+      button.setAttribute("aria-label", say("try_label", i + 1));
       button.addEventListener("click", () => {
         $("translator-input").value = g.src;
         $("translator-input").scrollIntoView({behavior: "smooth", block: "center"});
@@ -215,16 +288,13 @@
         r.tr.style.display = show ? "" : "none";
         shown += show;
       }
-      $("gallery-count").textContent = `${shown} of ${rows.length}`;
+      $("gallery-count").textContent = say("shown", shown, rows.length);
     };
     $("gallery-search").addEventListener("input", filter);
     filter();
     const s = payload.source;
-    $("gallery-about").textContent = s.results ?
-      `The first ${rows.length} sentences of ${s.task}, in corpus order, ` +
-      `with the translations of the run's test evaluation (results/${s.results}, its chosen search), ` +
-      `not of this page.` :
-      "No results record describes this model, so there are no test translations to show.";
+    $("gallery-about").textContent = s.results ? say("gallery_about", rows.length, s.task, s.results)
+      : say("no_gallery");
   }
 
   // --- ?selftest=N: the report the book's tests read ----------------------------------------------------
@@ -265,10 +335,17 @@
 
   // --- start ------------------------------------------------------------------------------------------
 
+  function sayForm() {
+    if (lang === "en") return;  // the form's HTML is the English
+    for (const el of document.querySelectorAll("#translator [data-say]")) el.textContent = say(el.dataset.say);
+    for (const el of document.querySelectorAll("#translator [data-say-placeholder]"))
+      el.placeholder = say(el.dataset.sayPlaceholder);
+  }
+
   async function start() {
+    sayForm();
     if (!book || !window.TRANSFORMER_MODEL) {
-      setMessage("The model's files did not load (translator/model.js and translator/translator.js " +
-                 "must sit beside the book's pages).", "error");
+      setMessage(say("no_files"), "error");
       return;
     }
     await new Promise(r => setTimeout(r, 0));  // let "loading" paint first
@@ -276,16 +353,16 @@
     try {
       loaded = book.load();
     } catch (err) {
-      setMessage(`The model could not be read: ${err.message}`, "error");
+      setMessage(say("unreadable", err.message), "error");
       $("translator-status").textContent = "";
       return;
     }
     const {payload, model, loadSeconds} = loaded;
     const c = model.cfg;
-    for (let l = 0; l < c.N; l++) $("translator-layer").add(new Option(`${l + 1} of ${c.N}`, l));
+    for (let l = 0; l < c.N; l++) $("translator-layer").add(new Option(say("of", l + 1, c.N), l));
     $("translator-layer").value = c.N - 1;
-    $("translator-head").add(new Option("mean", "mean"));
-    for (let h = 0; h < c.h; h++) $("translator-head").add(new Option(`${h + 1} of ${c.h}`, h));
+    $("translator-head").add(new Option(say("mean"), "mean"));
+    for (let h = 0; h < c.h; h++) $("translator-head").add(new Option(say("of", h + 1, c.h), h));
     for (const id of ["translator-layer", "translator-head", "translator-which"])
       $(id).addEventListener("change", draw);
     window.addEventListener("resize", draw);
@@ -294,13 +371,10 @@
       if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); run($("translator-input").value); }
     });
     const s = payload.source;
-    const origin = s.results ?
-      `of results/${s.results} (${s.task}; profile ${s.profile}, ${s.steps} steps, the last ` +
-      `${s.average_last} checkpoints averaged; test BLEU ${s.test_bleu} with beam 4 in PyTorch)` :
-      "(no results record describes it: no scores)";
-    $("translator-about").textContent = `Model: ${s.model} ${origin}, ${payload.quantization} weights. ` +
-      `Limits: ${payload.limits.max_source_pieces} word pieces, ${payload.limits.max_characters} characters.`;
-    $("translator-status").textContent = `model ready in ${loadSeconds.toFixed(2)} s`;
+    const origin = s.results ? say("origin", s) : say("no_origin");
+    $("translator-about").textContent = say("about", s.model, origin, payload.quantization,
+                                            payload.limits.max_source_pieces, payload.limits.max_characters);
+    $("translator-status").textContent = say("ready", loadSeconds.toFixed(2));
     gallery(payload);
     if (params.has("selftest")) return selftest(params.get("selftest") ? +params.get("selftest") : 100);
     const text = params.get("text");

@@ -536,14 +536,20 @@
     return loaded;
   }
 
-  // Bad input is refused with a message a reader can act on, before any work starts.
+  // Bad input is refused with a message a reader can act on, before any work starts. Each refusal
+  // also names itself (`words`, with its numbers in `args`), so that a page in another language can
+  // say it in its own words.
+  function refusal(message, words, ...args) {
+    return Object.assign(new Error(message), {words, args});
+  }
+
   function check(text, limits) {
     if (typeof text !== "string" || !text.trim())
-      throw new Error("Type an English sentence first.");
+      throw refusal("Type an English sentence first.", "empty");
     if (text.length > limits.max_characters)
-      throw new Error(`That is ${text.length} characters; ` +
-                      `the page translates at most ${limits.max_characters} ` +
-                      `at a time. Try one sentence.`);
+      throw refusal(`That is ${text.length} characters; ` +
+                    `the page translates at most ${limits.max_characters} ` +
+                    `at a time. Try one sentence.`, "too_long", text.length, limits.max_characters);
   }
 
   // translate(text, {beam: 4, alpha, onStep}) -> {text, tokens, ids, source,
@@ -555,9 +561,10 @@
     check(text, limits);
     const {ids: pieces, unseen} = vocab.encode(text);
     if (pieces.length > limits.max_source_pieces)
-      throw new Error(`That sentence is ${pieces.length} word pieces long; ` +
-                      `the model was trained on sentences of at most ` +
-                      `${limits.max_source_pieces}. Try a shorter one.`);
+      throw refusal(`That sentence is ${pieces.length} word pieces long; ` +
+                    `the model was trained on sentences of at most ` +
+                    `${limits.max_source_pieces}. Try a shorter one.`,
+                    "too_many_pieces", pieces.length, limits.max_source_pieces);
     // the source ends with </s>, as in training (transformer/evaluate.py)
     const src = pieces.concat(model.cfg.eos_id);
     const k = options.beam === undefined ? payload.search.beam_size : options.beam;
