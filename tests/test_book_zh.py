@@ -160,6 +160,18 @@ def test_the_chinese_pages_link_only_to_pages_of_the_site(whole_book):
     assert not broken, f"links that lead nowhere: {broken}"
 
 
+def test_the_chinese_edition_can_be_searched_in_chinese(whole_book):
+    """Sphinx splits Chinese text into words only with jieba (the book extra), and the glossary's terms
+    are its words as wholes: without them a search for 束搜索 or 位置编码 finds nothing."""
+    index = (whole_book / "zh" / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(index[index.index("(") + 1:index.rindex(")")])
+    words = set(index["terms"]) | set(index["titleterms"])
+    used = " ".join(m.string for catalogue in catalogues.catalogues().values() for m in catalogue if m.id)
+    terms = {chinese for _, chinese in glossary() if CJK.search(chinese) and " " not in chinese}
+    missing = sorted(term for term in terms if term in used and term not in words)
+    assert not missing, f"glossary terms the Chinese search cannot find: {missing}"
+
+
 def test_every_link_in_the_chinese_text_has_words(whole_book):
     assert not wordless_links(zh_pages(whole_book)), wordless_links(zh_pages(whole_book))
 

@@ -13,10 +13,10 @@ shown until someone checks it), and one that left the book leaves its catalogue 
 The Chinese edition adds one page to the front matter, its glossary (locale/zh_CN/glossary.md).
 """
 import argparse
+import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -69,6 +69,17 @@ def link_or_copy(source, target) -> None:
         shutil.copy2(source, target)
 
 
+def search_words(folder: Path) -> Path:
+    """The glossary's Chinese terms as a dictionary for the search index's word splitter (jieba), so
+    that 束搜索 or 位置编码 is found as a whole as well as by its parts."""
+    from catalogues import glossary
+
+    path = folder / "search-words.txt"
+    terms = sorted({chinese for _, chinese in glossary() if re.search(r"[\u4e00-\u9fff]", chinese)})
+    path.write_text("".join(f"{term} 1000 n\n" for term in terms if " " not in term), encoding="utf-8")
+    return path
+
+
 def html(site: Path) -> Path:
     """Builds the edition beside the site, then puts it into the site's zh/ as hard links. Not built
     in place: myst-nb keeps its notebook outputs next to the output folder, which would be the site."""
@@ -76,7 +87,8 @@ def html(site: Path) -> Path:
     work = site.parent / f".{LANGUAGE}"
     work.mkdir(parents=True, exist_ok=True)
     build("html", work / "html", work / "doctrees",
-          {"language": LANGUAGE, **EDITIONS[LANGUAGE]["config"]}, edition_toc(work))
+          {"language": LANGUAGE, "html_search_options": {"dict": str(search_words(work))},
+           **EDITIONS[LANGUAGE]["config"]}, edition_toc(work))
     shutil.rmtree(edition, ignore_errors=True)
     shutil.copytree(work / "html", edition, copy_function=link_or_copy)
     # the code, the wheel and the model are the same for both editions
