@@ -3,15 +3,17 @@ from the translation catalogues in locale/ (tools/book_zh.py builds it into the 
 
 Every page of either edition carries a link to the same page in the other, and each landing page says
 that the other edition exists. A page that only one edition has (the Chinese glossary) links to the
-other's landing page."""
+other's landing page. Cell outputs and display math stay as written in both editions (KeptAsWritten),
+and the Chinese search index is built in seconds, not a minute (SeenWords)."""
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.transforms import SphinxTransform
 
-# folder: where the edition lives inside the site; switch: how a link to it reads; notice: the
-# sentence the *other* edition's landing page shows, with {link} where the link goes; config: the
-# Sphinx settings of the edition's build that the catalogues cannot translate.
+# folder: where the edition lives inside the site; switch: how a link to it reads; notice: how the
+# other edition's landing page points to this one, in the other's language ({link}: the link to this
+# edition, {glossary}: to the Chinese glossary); config: the Sphinx settings of the edition's build
+# that the catalogues cannot translate.
 EDITIONS = {
     "en": {"folder": "", "lang": "en", "switch": "English",
            "notice": "本书的英文原版：{link}。书中的术语与英文原词的对照见{glossary}。",

@@ -1,6 +1,7 @@
 """The Chinese edition of the book, from the same notebooks and stored outputs as the English one.
 
-    python tools/book_zh.py html      # `make book-zh`: builds it into _build/html/zh/
+    python tools/book_zh.py html      # `make book` (after the English edition) and `make book-zh`:
+                                      # builds it into _build/html/zh/
     python tools/book_zh.py gettext   # `make gettext`: refreshes the catalogues in locale/zh_CN/
     python tools/book_zh.py pot DIR   # only extracts the English strings, one template per page, into DIR
 
@@ -39,10 +40,12 @@ CATALOGUE_SETTINGS = {"locale_dirs": [str(LOCALE)], "gettext_compact": False,
 def build(builder: str, out: Path, doctrees: Path, overrides: dict, toc: Path) -> None:
     from jupyter_book.sphinx import build_sphinx
 
+    # what `jupyter-book build -W -n --keep-going` passes, plus the catalogues and the edition's settings
+    settings = {"external_toc_path": toc.as_posix(), "nitpicky": True, "latex_individualpages": False,
+                **CATALOGUE_SETTINGS, **overrides}
     result = build_sphinx(ROOT, out, use_external_toc=True, noconfig=True, path_config=ROOT / "_config.yml",
-                          confoverrides={"external_toc_path": toc.as_posix(), "nitpicky": True, "latex_individualpages": False,
-                                         **CATALOGUE_SETTINGS, **overrides},
-                          doctreedir=doctrees, builder=builder, warningiserror=True, keep_going=True)
+                          confoverrides=settings, doctreedir=doctrees, builder=builder, warningiserror=True,
+                          keep_going=True)
     if result:
         sys.exit(f"error: the {builder} build failed (warnings count as failures); see the log above")
 

@@ -16,7 +16,8 @@
   const WORDS = {
     en: {
       waiting: "the next sentence waits for this one to finish",
-      beam_label: (k, alpha) => k === 1 ? "Beam search (k = 1, that is greedy)" : `Beam search (k = ${k}, \u03b1 = ${alpha})`,
+      beam_label: (k, alpha) => k === 1 ? "Beam search (k = 1, that is greedy)"
+        : `Beam search (k = ${k}, \u03b1 = ${alpha})`,
       sentence_of: (i, n) => `, sentence ${i} of ${n}`,
       pieces_so_far: (name, which, n) => `${name} search${which}: ${n} pieces`,
       done: (k, beam, greedy, n) => `beam search (k = ${k}): ${beam} s; greedy search: ${greedy} s` +
