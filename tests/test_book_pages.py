@@ -302,7 +302,8 @@ def wordless_links(chosen: list[Path]) -> list[str]:
 
 
 def test_every_link_in_the_text_has_words(whole_book):
-    assert not wordless_links(pages(whole_book)), wordless_links(pages(whole_book))
+    found = wordless_links(pages(whole_book))
+    assert not found, f"links with no words: {found}"
 
 
 def test_every_link_inside_the_site_leads_to_a_page_of_it(whole_book):

@@ -30,10 +30,10 @@ from tests.conftest import REPO, need_book_extra  # noqa: E402
 from tests.test_book_pages import (MACHINE_PATH, broken_links, column_check, pages, visible_text,  # noqa: E402
                                    wordless_links)
 from tools import catalogues  # noqa: E402
-from tools.catalogues import CORE_PAGES, broken_emphasis, coverage, glossary, lost_parts, missing_terms  # noqa: E402
+from tools.catalogues import (CJK, CORE_PAGES, broken_emphasis, coverage, glossary, lost_parts,  # noqa: E402
+                              missing_terms)
 
 BOOK_COVERAGE = 0.80   # of all entries; the core pages: all of them
-CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_the_checks_see_what_a_translation_loses():
     assert catalogues.stray_emphasis("`a**b` and $x^*$ *ok*") == 0
 
 
-def test_the_catalogues_hold_exactly_the_books_english(tmp_path):
+def test_the_catalogues_hold_exactly_the_books_english(tmp_path, books):
     """A paragraph changed in a notebook must reach the catalogue (`make gettext`); otherwise the
     Chinese edition shows it in English while the coverage tests still pass."""
     need_book_extra()
@@ -101,7 +101,6 @@ def test_the_catalogues_hold_exactly_the_books_english(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     templates = {p.relative_to(tmp_path / "pot").with_suffix("").as_posix(): p
                  for p in (tmp_path / "pot").rglob("*.pot")}
-    books = catalogues.catalogues()
     assert set(templates) == set(books), "pages and catalogues differ: run `make gettext`"
     stale = {}
     for page, template in templates.items():
@@ -160,20 +159,21 @@ def test_the_chinese_pages_link_only_to_pages_of_the_site(whole_book):
     assert not broken, f"links that lead nowhere: {broken}"
 
 
-def test_the_chinese_edition_can_be_searched_in_chinese(whole_book):
+def test_the_chinese_edition_can_be_searched_in_chinese(whole_book, books):
     """Sphinx splits Chinese text into words only with jieba (the book extra), and the glossary's terms
     are its words as wholes: without them a search for 束搜索 or 位置编码 finds nothing."""
     index = (whole_book / "zh" / "searchindex.js").read_text(encoding="utf-8")
     index = json.loads(index[index.index("(") + 1:index.rindex(")")])
     words = set(index["terms"]) | set(index["titleterms"])
-    used = " ".join(m.string for catalogue in catalogues.catalogues().values() for m in catalogue if m.id)
+    used = " ".join(m.string for catalogue in books.values() for m in catalogue if m.id)
     terms = {chinese for _, chinese in glossary() if CJK.search(chinese) and " " not in chinese}
     missing = sorted(term for term in terms if term in used and term not in words)
     assert not missing, f"glossary terms the Chinese search cannot find: {missing}"
 
 
 def test_every_link_in_the_chinese_text_has_words(whole_book):
-    assert not wordless_links(zh_pages(whole_book)), wordless_links(zh_pages(whole_book))
+    found = wordless_links(zh_pages(whole_book))
+    assert not found, f"links with no words: {found}"
 
 
 def test_no_chinese_page_names_a_path_of_the_machine_that_made_it(whole_book):

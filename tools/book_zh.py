@@ -14,7 +14,6 @@ shown until someone checks it), and one that left the book leaves its catalogue 
 The Chinese edition adds one page to the front matter, its glossary (locale/zh_CN/glossary.md).
 """
 import argparse
-import re
 import shutil
 import subprocess
 import sys
@@ -23,13 +22,14 @@ from pathlib import Path
 import yaml
 from babel.messages.pofile import read_po
 
+from catalogues import CATALOGUES, CJK, glossary
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "_ext"))
 from editions import EDITIONS, GLOSSARY  # noqa: E402
 
 LANGUAGE = "zh_CN"
 LOCALE = ROOT / "locale"
-CATALOGUES = LOCALE / LANGUAGE / "LC_MESSAGES"
 # Per page (not one catalogue for the book): a page's coverage is its own file's, and two people
 # translating two chapters never edit the same file. No source line numbers: they would change every
 # entry's comment whenever a cell above it grew.
@@ -75,10 +75,8 @@ def link_or_copy(source, target) -> None:
 def search_words(folder: Path) -> Path:
     """The glossary's Chinese terms as a dictionary for the search index's word splitter (jieba), so
     that 束搜索 or 位置编码 is found as a whole as well as by its parts."""
-    from catalogues import glossary
-
     path = folder / "search-words.txt"
-    terms = sorted({chinese for _, chinese in glossary() if re.search(r"[\u4e00-\u9fff]", chinese)})
+    terms = sorted({chinese for _, chinese in glossary() if CJK.search(chinese)})
     path.write_text("".join(f"{term} 1000 n\n" for term in terms if " " not in term), encoding="utf-8")
     return path
 

@@ -11,6 +11,7 @@ still close (Chinese punctuation next to `**` can keep it open). tests/test_book
 holds the catalogues to these rules and to the coverage below.
 """
 import argparse
+import functools
 import re
 import sys
 from collections import Counter
@@ -33,6 +34,7 @@ MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\s)[^$]+?(?<![\s\\])\$", re.S)
 ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
 CODE = re.compile(r"(`+)(.+?)\1", re.S)
 LINK = re.compile(r"\]\(([^)\s]*)\)|<(https?://[^>\s]+)>|href=\"([^\"]*)\"")
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def page_of(path: Path) -> str:
@@ -120,14 +122,19 @@ def missing_terms(catalogue, terms=None) -> list[str]:
             for term in terms_missing(message.id, message.string, terms)]
 
 
+@functools.cache
+def markdown():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
 def stray_emphasis(text: str) -> int:
     """How many `*` and `**` of the text a Markdown parser leaves as characters: CommonMark closes
     emphasis only where the closing run is not preceded by punctuation, or followed by some, so
     `**标题。**正文` shows its asterisks and `**标题**。正文` is bold."""
-    from markdown_it import MarkdownIt
-
     plain = MATH.sub(" ", CODE.sub(" ", ROLE.sub(" ", text)))
-    rendered = re.sub(r"<[^>]+>", "", MarkdownIt("commonmark").renderInline(plain))
+    rendered = re.sub(r"<[^>]+>", "", markdown().renderInline(plain))
     return len(re.findall(r"\*\*|(?<![\w*])\*(?=\S)", rendered))
 
 
