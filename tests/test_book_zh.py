@@ -188,3 +188,29 @@ def test_every_chinese_page_fits_the_column_with_real_tables(chromium, whole_boo
     verdicts, problems = column_check(chromium, whole_book, names, tmp_path)
     assert all(v.get("column", 0) > 600 for v in verdicts), "the text column was not laid out"
     assert not problems, "what a reader would see:\n" + json.dumps(problems, indent=1, ensure_ascii=False)
+
+
+def prose_text(page: Path) -> str:
+    """What a reader sees on a page outside code: the visible text without code blocks and
+    inline code (where `{{ name }}` may be meant as written)."""
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"<(pre|code)\b.*?</\1>", " ", text, flags=re.S)
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", text, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", text)
+
+
+def test_every_finding_is_put_in_on_every_page_of_both_editions(whole_book):
+    """No `{{ name }}` is left in the prose of any page of either edition, and the values are
+    the findings' own, in each edition's words (transformer.findings, _ext/findings.py)."""
+    from transformer import findings
+
+    english = sorted((whole_book / "book").glob("*.html"))
+    left = {p.relative_to(whole_book).as_posix() for p in [*english, *zh_pages(whole_book)]
+            if "{{" in prose_text(p)}
+    assert not left, f"substitutions not filled in: {sorted(left)}"
+    values = {lang: findings.substitutions(REPO / "results", lang) for lang in findings.LANGUAGES}
+    landing = {"en": prose_text(whole_book / "book" / "index.html"),
+               "zh_CN": prose_text(whole_book / "zh" / "book" / "index.html")}
+    for lang, text in landing.items():
+        for name in ("paper_wmt14_pairs", "silver_kept", "table3_scale"):
+            assert values[lang][name] in " ".join(text.split()), (lang, name, values[lang][name])

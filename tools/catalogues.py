@@ -34,6 +34,8 @@ MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\s)[^$]+?(?<![\s\\])\$", re.S)
 ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
 CODE = re.compile(r"(`+)(.+?)\1", re.S)
 LINK = re.compile(r"\]\(([^)\s]*)\)|<(https?://[^>\s]+)>|href=\"([^\"]*)\"")
+# a finding put in when the book is built (_ext/findings.py): its name must come back as written
+SUBSTITUTION = re.compile(r"\{\{\s*\w+\s*\}\}")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -59,8 +61,9 @@ def coverage(catalogue) -> tuple[int, int, int]:
 
 
 def fixed_parts(text: str) -> Counter:
-    """What a translation must keep: math, roles' targets, inline code, link targets."""
-    kept = Counter()
+    """What a translation must keep: math, roles' targets, inline code, link targets, findings."""
+    kept = Counter(re.sub(r"\s+", "", m) for m in SUBSTITUTION.findall(text))
+    text = SUBSTITUTION.sub(" ", text)
     text = MATH.sub(lambda m: kept.update([m.group(0)]) or " ", text)
     for role, content in ROLE.findall(text):
         # {ref}`words <label>`: the words may be translated, the label not; {cite}`key` keeps it all
@@ -75,7 +78,7 @@ def fixed_parts(text: str) -> Counter:
 
 def prose(text: str) -> str:
     """The words of an entry, without its math, code and links (where an English term is no prose)."""
-    for pattern in (MATH, ROLE, CODE):
+    for pattern in (SUBSTITUTION, MATH, ROLE, CODE):
         text = pattern.sub(" ", text)
     return re.sub(r"\]\([^)]*\)|<[^>]+>", " ", text)
 
@@ -133,7 +136,7 @@ def stray_emphasis(text: str) -> int:
     """How many `*` and `**` of the text a Markdown parser leaves as characters: CommonMark closes
     emphasis only where the closing run is not preceded by punctuation, or followed by some, so
     `**标题。**正文` shows its asterisks and `**标题**。正文` is bold."""
-    plain = MATH.sub(" ", CODE.sub(" ", ROLE.sub(" ", text)))
+    plain = MATH.sub(" ", CODE.sub(" ", ROLE.sub(" ", SUBSTITUTION.sub(" ", text))))
     rendered = re.sub(r"<[^>]+>", "", markdown().renderInline(plain))
     return len(re.findall(r"\*\*|(?<![\w*])\*(?=\S)", rendered))
 

@@ -4,7 +4,8 @@
 measured by this book."""
 
 __all__ = [
-    "SOURCE", "TABLE2", "TRAINING", "DECODING", "TABLE3", "TABLE4", "MULTI30K_ANCHOR",
+    "SOURCE", "TABLE2", "TRAINING", "DECODING", "TABLE3", "TABLE4", "MULTI30K_ANCHOR", "DATA",
+    "GPU_TFLOPS",
 ]
 
 SOURCE = "Vaswani et al., Attention Is All You Need, NeurIPS 2017 (arXiv:1706.03762v7)"
@@ -91,3 +92,14 @@ TABLE4 = [
 # book translates (Multi30k test_2016_flickr, English-German), to set its score beside
 MULTI30K_ANCHOR = dict(source="Wu et al., 2021", key="wu2021", bleu_lowercased=41.02,
                        model="4+4 layers, d_model 128, 8,000 updates of 4,096 tokens")
+
+# How much data the paper's results rest on (sections 5.1 and 6.3): sentence pairs of
+# WMT14 English-German and English-French, WSJ training sentences for parsing, and
+# the sentences of its semi-supervised parsing corpus.
+DATA = dict(wmt14_en_de_pairs=4_500_000, wmt14_en_fr_pairs=36_000_000,
+            wsj_train_sentences=40_000, semi_supervised_sentences=17_000_000,
+            # and the tokens of each side of a training batch (section 5.1)
+            batch_tokens=25_000)
+# The sustained single-precision rate, in TFLOPS, that Table 2's training costs assume
+# for each GPU (the table's footnote).
+GPU_TFLOPS = dict(K80=2.8, K40=3.7, M40=6.0, P100=9.5)
