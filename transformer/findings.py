@@ -8,7 +8,8 @@ value, in either edition (chapter 7)."""
 __all__ = [
     "LANGUAGES", "Finding", "FINDINGS", "FindingError", "load", "record", "register", "text",
     "value", "substitutions", "paper", "MILLIONS", "THOUSANDS", "first_record", "SCALES", "M30K",
-    "gpu_check_steps", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT", "vit_images",
+    "gpu_check_steps", "RECIPES", "recipe", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT",
+    "vit_images",
 ]
 
 import functools
@@ -18,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer.paper import DATA, GPU_TFLOPS, TABLE2, TABLE3, TABLE4, TRAINING
+from transformer.paper import (AVERAGING, DATA, DECODING, GPU_TFLOPS, MULTI30K_ANCHOR,
+                               TABLE2, TABLE3, TABLE4, TRAINING)
 
 LANGUAGES = ("en", "zh_CN")
 
@@ -132,6 +134,16 @@ register({
     "paper_base_params": (paper(TABLE3["base"]["params_M"] * 1e6), MILLIONS),
     "paper_batch_tokens": (paper(DATA["batch_tokens"]), "{:,}"),
     "paper_p100_tflops": (paper(GPU_TFLOPS["P100"]), "{}"),
+    "paper_beam": (paper(DECODING["beam_size"]), "{}"),
+    "paper_alpha": (paper(DECODING["alpha"]), "{}"),
+    "paper_average_base": (paper(AVERAGING["base"]), "{}"),
+    "paper_average_big": (paper(AVERAGING["big"]), "{}"),
+    "paper_checkpoint_minutes": (paper(AVERAGING["every_minutes"]), "{}"),
+    "anchor_bleu": (paper(MULTI30K_ANCHOR["bleu_lowercased"]), "{}"),
+    "anchor_layers": (paper(MULTI30K_ANCHOR["layers"]), "{}"),
+    "anchor_d_model": (paper(MULTI30K_ANCHOR["d_model"]), "{}"),
+    "anchor_updates": (paper(MULTI30K_ANCHOR["updates"]), "{:,}"),
+    "anchor_batch_tokens": (paper(MULTI30K_ANCHOR["batch_tokens"]), "{:,}"),
     "paper_wmt14_pairs": (paper(DATA["wmt14_en_de_pairs"]), MILLIONS),
     "paper_wsj_sentences": (paper(DATA["wsj_train_sentences"]), THOUSANDS),
     "paper_semi_sentences": (paper(DATA["semi_supervised_sentences"]), MILLIONS),
@@ -158,6 +170,9 @@ register({
     "table3_scale": ("table3/protocol.json:scale", "{}", SCALES),
     "table3_budget_epochs": ("table3/protocol.json:budget_epochs", "{}"),
     "table3_big_epochs": ("table3/big-seed1.json:epochs", "{:.0f}"),
+    "table3_train_pairs": ("table3/base-seed1.json:profile.train_pairs", "{:,}"),
+    "table3_base_seeds": (lambda r: len(list((Path(r) / "table3").glob("base-seed*.json"))),
+                          "{}"),
     "ptb_sample_trees": (lambda r: sum(load(r, "parsing/results.json")["splits"]
                                        .values()), "{:,}"),
     "silver_kept": ("parsing-semi/silver.json:kept", "{:,}"),
@@ -179,6 +194,45 @@ def gpu_check_steps(results: Path) -> dict[str, dict[str, float]]:
     if set(steps) != {"ours", "reference"}:
         raise ValueError("gpu-check/benchmark.log lacks the step table's two rows")
     return steps
+
+
+RECIPES = {"previous": "multi30k-cpu-previous", "anchor": "multi30k-cpu-anchor",
+           "ffn1024": "multi30k-cpu-ffn1024", "this": "multi30k-cpu"}
+
+
+def recipe(name: str, path: str) -> Callable[[Path], object]:
+    """A value of one recipe's record (`path`: "results.json:keys" or "profile.json:keys")."""
+    file, keys = path.split(":")
+    return record(f"{RECIPES[name]}/{file}", keys)
+
+
+def _wmt_ratio(results: Path) -> float:
+    return DATA["wmt14_en_de_pairs"] / load(results, M30K)["training"]["train_pairs"]
+
+
+def _anchor_token_ratio(results: Path) -> float:
+    ours = load(results, M30K)["training"]["steps"] * load(
+        results, "multi30k-cpu/profile.json")["tokens_per_step"]
+    return MULTI30K_ANCHOR["updates"] * MULTI30K_ANCHOR["batch_tokens"] / ours
+
+
+register({
+    "m30k_train_pairs": (f"{M30K}:training.train_pairs", "{:,}"),
+    "m30k_wmt_ratio": (_wmt_ratio, "{:.0f}"),
+    "m30k_test_sentences": (f"{M30K}:test.sentences", "{:,}"),
+    "m30k_dev_sentences": (f"{M30K}:dev_grid.sentences", "{:,}"),
+    "m30k_grid_beam": (f"{M30K}:dev_grid.beam_size", "{}"),
+    "m30k_train_minutes": (f"{M30K}:training.train_minutes", "{:.0f}"),
+    "m30k_vocab": (f"{M30K}:training.vocab", "{:,}"),
+    "m30k_steps": (recipe("this", "results.json:training.steps"), "{:,}"),
+    "previous_minutes": (recipe("previous", "profile.json:max_minutes"), "{}"),
+    "anchor_run_steps": (recipe("anchor", "results.json:training.steps"), "{:,}"),
+    "anchor_run_tokens": (recipe("anchor", "profile.json:tokens_per_step"), "{:,}"),
+    "ffn1024_steps": (recipe("ffn1024", "results.json:training.steps"), "{:,}"),
+    "recipe_extra_steps": (lambda r: recipe("this", "results.json:training.steps")(r)
+                           - recipe("ffn1024", "results.json:training.steps")(r), "{}"),
+    "anchor_token_ratio": (_anchor_token_ratio, "{:.1f}"),
+})
 
 
 ZH, ZH_FIRST = "zh-en-fit/results.json", "zh-en/results.json"

@@ -4,8 +4,8 @@
 measured by this book."""
 
 __all__ = [
-    "SOURCE", "TABLE2", "TRAINING", "DECODING", "TABLE3", "TABLE4", "MULTI30K_ANCHOR", "DATA",
-    "GPU_TFLOPS",
+    "SOURCE", "TABLE2", "TRAINING", "DECODING", "AVERAGING", "TABLE3", "TABLE4", "MULTI30K_ANCHOR",
+    "DATA", "GPU_TFLOPS",
 ]
 
 SOURCE = "Vaswani et al., Attention Is All You Need, NeurIPS 2017 (arXiv:1706.03762v7)"
@@ -41,8 +41,11 @@ TABLE2 = {
 TRAINING = {"base": dict(steps=100_000, hours=12, gpus="8 x P100"),
             "big": dict(steps=300_000, hours=84, gpus="8 x P100")}
 # How the paper decoded its translations (section 6.1): beam search with 4 beams, length
-# penalty alpha 0.6, outputs up to the input's length + 50.
+# penalty alpha 0.6, outputs up to the input's length + 50; and which model it decoded:
+# the average of the last 5 checkpoints of the base model (20 of the big one), written
+# every 10 minutes.
 DECODING = dict(beam_size=4, alpha=0.6, max_extra=50)
+AVERAGING = dict(base=5, big=20, every_minutes=10)
 
 
 # Table 3: newstest2013 perplexity (per word piece), BLEU and parameters in millions,
@@ -91,7 +94,8 @@ TABLE4 = [
 # Not the paper's: the best published small text-only Transformer on the test set the
 # book translates (Multi30k test_2016_flickr, English-German), to set its score beside
 MULTI30K_ANCHOR = dict(source="Wu et al., 2021", key="wu2021", bleu_lowercased=41.02,
-                       model="4+4 layers, d_model 128, 8,000 updates of 4,096 tokens")
+                       model="4+4 layers, d_model 128, 8,000 updates of 4,096 tokens",
+                       layers=4, d_model=128, updates=8_000, batch_tokens=4_096)
 
 # How much data the paper's results rest on (sections 5.1 and 6.3): sentence pairs of
 # WMT14 English-German and English-French, WSJ training sentences for parsing, and
