@@ -8,8 +8,8 @@ value, in either edition (chapter 7)."""
 __all__ = [
     "LANGUAGES", "Finding", "FINDINGS", "FindingError", "load", "record", "register", "text",
     "value", "substitutions", "paper", "MILLIONS", "THOUSANDS", "first_record", "SCALES", "M30K",
-    "gpu_check_steps", "RECIPES", "recipe", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT",
-    "vit_images",
+    "gpu_check_steps", "log_summary", "summary", "RECIPES", "recipe", "PARSE", "PARSE_SEMI", "TOLD",
+    "TOLD_SEMI", "SILVER", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT", "vit_images",
 ]
 
 import functools
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from transformer.paper import (AVERAGING, DATA, DECODING, GPU_TFLOPS, MULTI30K_ANCHOR,
-                               TABLE2, TABLE3, TABLE4, TRAINING)
+                               PARSING, TABLE2, TABLE3, TABLE4, TRAINING)
 
 LANGUAGES = ("en", "zh_CN")
 
@@ -171,8 +171,8 @@ register({
     "table3_budget_epochs": ("table3/protocol.json:budget_epochs", "{}"),
     "table3_big_epochs": ("table3/big-seed1.json:epochs", "{:.0f}"),
     "table3_train_pairs": ("table3/base-seed1.json:profile.train_pairs", "{:,}"),
-    "table3_base_seeds": (lambda r: len(list((Path(r) / "table3").glob("base-seed*.json"))),
-                          "{}"),
+    "table3_base_seeds": (lambda r: len(list((Path(r) / "table3")
+                                             .glob("base-seed*.json"))), "{}"),
     "ptb_sample_trees": (lambda r: sum(load(r, "parsing/results.json")["splits"]
                                        .values()), "{:,}"),
     "silver_kept": ("parsing-semi/silver.json:kept", "{:,}"),
@@ -196,12 +196,46 @@ def gpu_check_steps(results: Path) -> dict[str, dict[str, float]]:
     return steps
 
 
+def log_summary(results: Path, path: str) -> dict:
+    """The summary a training command prints last (a JSON object) in a kept log."""
+    text = (Path(results) / path).read_text(encoding="utf-8")
+    start = text.rindex("\n{\n") + 1
+    return json.loads(text[start:text.index("\n}", start) + 2])
+
+
+def summary(path: str, key: str) -> Callable[[Path], object]:
+    return lambda results: log_summary(results, path)[key]
+
+
+def _matmul(results: Path) -> dict:
+    # the operator with the most GPU time in the compiled step's profile: aten::mm
+    return record("gpu-compile/record.json",
+                  "base_compiled.gpu_time.operators.0")(results)
+
+
+register({
+    "paper_vocab": (paper(DATA["vocab_en_de"]), "{:,}"),
+    "gpu_check_torch": ("gpu-check/record.json:hardware.torch",
+                        lambda v: v.split("+")[0]),
+    "gpu_news_vocab": (summary("gpu-check/train.log", "vocab"), "{:,}"),
+    "gpu_news_pairs": (summary("gpu-check/train.log", "train_pairs"), "{:,}"),
+    "gpu_check_steps": (summary("gpu-check/train.log", "steps"), "{:,}"),
+    "gpu_schedule_steps": (summary("gpu-schedule/f0316.log", "steps"), "{:,}"),
+    "gpu_schedule_epochs": (summary("gpu-schedule/f0316.log", "epochs"), "{:.0f}"),
+    "gpu_mfu_goal": ("gpu-compile/record.json:mfu_goal", "{:.0%}"),
+    "gpu_mm_calls": (lambda r: _matmul(r)["calls_per_step"], "{:.0f}"),
+    "gpu_mm_microseconds": (lambda r: 1e6 * _matmul(r)["kernel_seconds_per_step"]
+                            / _matmul(r)["calls_per_step"], "{:.0f}"),
+})
+
+
 RECIPES = {"previous": "multi30k-cpu-previous", "anchor": "multi30k-cpu-anchor",
            "ffn1024": "multi30k-cpu-ffn1024", "this": "multi30k-cpu"}
 
 
 def recipe(name: str, path: str) -> Callable[[Path], object]:
-    """A value of one recipe's record (`path`: "results.json:keys" or "profile.json:keys")."""
+    """A value of one recipe's record: `path` is "results.json:keys" or
+    "profile.json:keys"."""
     file, keys = path.split(":")
     return record(f"{RECIPES[name]}/{file}", keys)
 
@@ -232,6 +266,37 @@ register({
     "recipe_extra_steps": (lambda r: recipe("this", "results.json:training.steps")(r)
                            - recipe("ffn1024", "results.json:training.steps")(r), "{}"),
     "anchor_token_ratio": (_anchor_token_ratio, "{:.1f}"),
+})
+
+
+PARSE, PARSE_SEMI = "parsing/results.json", "parsing-semi/results.json"
+TOLD, TOLD_SEMI = ("parsing-pointerXX/results.json",
+                   "parsing-ptb-semi-pointerXX/results.json")
+SILVER = "parsing-semi/silver.json"
+
+register({
+    "paper_wsj_f1": (paper(_table4("WSJ only")), "{}"),
+    "paper_semi_f1": (paper(_table4("semi-supervised")), "{}"),
+    "parse_layers": (f"{PARSE}:model.N", "{}"),
+    "parse_d_model": (f"{PARSE}:model.d_model", "{}"),
+    "parse_beam": (f"{PARSE}:decoding.beam_size", "{}"),
+    "parse_max_extra": (f"{PARSE}:decoding.max_extra", "{}"),
+    "parse_train_trees": (f"{PARSE}:training.train_pairs", "{:,}"),
+    "parse_test_sentences": (f"{PARSE}:test.sentences", "{:,}"),
+    "parse_f1": (f"{PARSE}:test.f1", "{:.1f}"),
+    "semi_f1": (f"{PARSE_SEMI}:test.f1", "{:.1f}"),
+    "silver_gain": (lambda r: load(r, PARSE_SEMI)["test"]["f1"]
+                    - load(r, PARSE)["test"]["f1"], "{:.1f}"),
+    "told_f1": (f"{TOLD}:test.f1", "{:.1f}"),
+    "told_semi_f1": (f"{TOLD_SEMI}:test.f1", "{:.1f}"),
+    "pcfg_f1": (lambda r: load(r, "parsing/baselines.json")["test"][
+        "PCFG, tagger's tags"]["f1"], "{:.1f}"),
+    "parse_wsj_ratio": (lambda r: DATA["wsj_train_sentences"]
+                        / load(r, PARSE)["training"]["train_pairs"], "{:.0f}"),
+    "parse_width_ratio": (lambda r: PARSING["d_model"]
+                          / load(r, PARSE)["model"]["d_model"], "{:.0f}"),
+    "silver_min_tokens": (f"{SILVER}:tokens.min", "{}"),
+    "silver_max_tokens": (f"{SILVER}:tokens.max", "{}"),
 })
 
 

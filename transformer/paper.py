@@ -4,8 +4,8 @@
 measured by this book."""
 
 __all__ = [
-    "SOURCE", "TABLE2", "TRAINING", "DECODING", "AVERAGING", "TABLE3", "TABLE4", "MULTI30K_ANCHOR",
-    "DATA", "GPU_TFLOPS",
+    "SOURCE", "TABLE2", "TRAINING", "DECODING", "AVERAGING", "TABLE3", "PARSING", "TABLE4",
+    "MULTI30K_ANCHOR", "DATA", "GPU_TFLOPS",
 ]
 
 SOURCE = "Vaswani et al., Attention Is All You Need, NeurIPS 2017 (arXiv:1706.03762v7)"
@@ -75,6 +75,10 @@ TABLE3 = {
 }
 
 
+# How the paper parsed (section 6.3): a 4-layer model of width 1024, decoded with a beam
+# of 21, length penalty alpha 0.3, outputs up to the input's length + 300.
+PARSING = dict(layers=4, d_model=1024, beam_size=21, alpha=0.3, max_extra=300)
+
 # Table 4: F1 on WSJ section 23, by training data.
 TABLE4 = [
     ("Vinyals & Kaiser et al. (2014)", "WSJ only, discriminative", 88.3),
@@ -102,8 +106,9 @@ MULTI30K_ANCHOR = dict(source="Wu et al., 2021", key="wu2021", bleu_lowercased=4
 # the sentences of its semi-supervised parsing corpus.
 DATA = dict(wmt14_en_de_pairs=4_500_000, wmt14_en_fr_pairs=36_000_000,
             wsj_train_sentences=40_000, semi_supervised_sentences=17_000_000,
-            # and the tokens of each side of a training batch (section 5.1)
-            batch_tokens=25_000)
+            # the tokens of each side of a training batch, and the shared English-German
+            # vocabulary (section 5.1)
+            batch_tokens=25_000, vocab_en_de=37_000)
 # The sustained single-precision rate, in TFLOPS, that Table 2's training costs assume
 # for each GPU (the table's footnote).
 GPU_TFLOPS = dict(K80=2.8, K40=3.7, M40=6.0, P100=9.5)

@@ -9,7 +9,7 @@ __all__ = [
     "PUNCTUATION_TAGS", "IGNORED_LABELS", "EQUAL_LABELS", "brackets", "with_tags", "bracket_scores",
     "prepare_ptb", "TreeConstraint", "flat_tree", "right_branching_tree", "grammar_tree", "PCFG",
     "pcfg_parse", "train_tagger", "OPENING_TAGS", "opening_tags", "LENGTH_BINS", "f1_by_length",
-    "as_good_as", "f1_difference", "silver_kept",
+    "as_good_as", "f1_difference", "interval_side", "silver_kept",
 ]
 
 import re
@@ -646,6 +646,12 @@ def f1_difference(gold_trees: list[Tree], trees: list[Tree | None],
     low, high = np.percentile(spread, [2.5, 97.5])
     return {"difference": float(f1(ours.sum(0)) - f1(theirs.sum(0))),
             "low": float(low), "high": float(high), "samples": samples}
+
+
+def interval_side(gap: dict[str, float]) -> str:
+    """Which side of zero a difference's whole interval lies on, or "within noise"."""
+    return ("within noise" if gap["low"] <= 0 <= gap["high"]
+            else "above" if gap["low"] > 0 else "below")
 
 
 def silver_kept(entry: dict) -> bool:
