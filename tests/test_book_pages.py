@@ -234,12 +234,45 @@ def test_the_landing_page_shows_the_results_and_links_to_paper_and_repository(wh
     # its entry on the references page)
     assert f"{MULTI30K_ANCHOR['bleu_lowercased']}" in text and re.search(r"Wu et al\. ?, 2021", text)
     assert re.search(r'<a class="reference internal" href="references.html#[^"]+" title="Zhiyong Wu', page)
-    # the first screen, before the results: a translation (the test set's first sentence, as the
-    # record's output has it) and a picture
-    first = page[:page.index('id="what-it-measured"')]
+    # the order a reader meets: what the book is, how well it reproduced the paper, how to run
+    # it, a translation and a picture, what it does not reproduce, the map and the chapters
+    order = ['id="how-well-it-reproduces-the-paper"', 'id="running-the-notebooks-yourself"',
+             'id="the-model-at-work"', 'id="what-this-book-does-not-reproduce"',
+             'id="the-map-the-paper-s-figure-1-chapter-by-chapter"', 'id="before-you-start"']
+    assert [page.index(i) for i in order] == sorted(page.index(i) for i in order)
+    at_work = page[page.index(order[2]):page.index(order[3])]
     first_output = (RESULTS / "multi30k-cpu" / "translations.de").read_text(encoding="utf-8").splitlines()[0]
-    assert "<table" in first and html.escape(first_output, quote=False) in first, "no translation first"
-    assert "<svg" in first, "no picture on the first screen"
+    assert "<table" in at_work and html.escape(first_output, quote=False) in at_work, "no translation"
+    assert "<svg" in page[page.index(order[4]):page.index(order[5])], "no picture of the model"
+
+
+SCREENS = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>screens</title>
+<style>body{margin:0} iframe{border:0;width:%(width)dpx;height:%(height)dpx}</style></head>
+<body><iframe id="page" src="book/index.html"></iframe><pre id="verdict">pending</pre>
+<script>
+document.getElementById("page").addEventListener("load", () => setTimeout(() => {
+  const doc = document.getElementById("page").contentDocument;
+  const top = el => el ? el.getBoundingClientRect().top + doc.defaultView.scrollY : null;
+  const results = doc.getElementById("how-well-it-reproduces-the-paper");
+  document.getElementById("verdict").textContent = JSON.stringify([{
+    results_table: top(results && results.querySelector("table")),
+    commands: top(doc.getElementById("running-the-notebooks-yourself")),
+    screen: doc.defaultView.innerHeight}]);
+}, 500));
+</script></body></html>"""
+
+
+def test_the_landing_page_shows_how_well_within_two_screens_and_the_commands_within_four(
+        chromium, whole_book, tmp_path):
+    """At 1400x900, the reproduction results start on the first two screens and the commands that
+    build and test the book on the first four."""
+    (whole_book / "_screens.html").write_text(SCREENS % {"width": 1400, "height": 900})
+    [found] = run_in_browser(chromium, whole_book, "_screens.html", tmp_path)
+    assert found["screen"] == 900 and found["results_table"] is not None, found
+    assert found["results_table"] < 2 * 900 and found["commands"] < 4 * 900, found
+    print(f"at 1400x900: the results table at {found['results_table']:.0f} px, "
+          f"the commands at {found['commands']:.0f} px")
 
 
 def test_the_landing_page_and_chapter_7_say_what_the_records_say(whole_book):
@@ -265,7 +298,8 @@ def test_the_landing_page_and_chapter_7_say_what_the_records_say(whole_book):
         unfinished = [r["result"] for r in rows if "(in progress)" in r["result"]]
         assert bool(unfinished) == ("in progress" in text.lower()), (name, unfinished)
         assert not re.search(r"records arrive as it runs|so far every finished row", text, re.I), name
-        said_gpu = re.search(r"GPU code has run for minutes|ran the GPU checks|GPU checks? of", text)
+        said_gpu = re.search(r"GPU code has run for minutes|ran the GPU checks|GPU checks? of|"
+                             r"GPU code on one GPU for checks", text)
         assert bool(said_gpu) == gpu_ran, f"{name}: what it says of the GPU disagrees with results/gpu-check"
         assert "no GPU has run it yet" not in text
 
