@@ -20,11 +20,13 @@ from tests.conftest import REPO
 from transformer import findings
 
 RESULTS = REPO / "results"
-RESULTS_PAGES = ["book/index", "book/05_2_engineering#what-one-gpu-measured", "book/06_1_evaluation", "book/06_2_model_variations",
+RESULTS_PAGES = ["book/index", "book/05_2_engineering#what-one-gpu-measured", "book/06_1_evaluation",
+                 "book/06_1_recipes", "book/06_2_model_variations",
                  "book/06_3_constituency_parsing", "book/07_conclusion", "book/A1_english_chinese",
                  "book/A2_vision_transformer"]
 # the pages that lead with findings, and leave the protocol and the pilots to a continued page
-FINDINGS_PAGES = {"book/06_2_model_variations": "book/06_2_sweeps",
+FINDINGS_PAGES = {"book/06_1_evaluation": "book/06_1_recipes",
+                  "book/06_2_model_variations": "book/06_2_sweeps",
                   "book/06_3_constituency_parsing": "book/06_3_parsing_runs"}
 MAX_WORDS = 4000
 PENDING = ["book/06_2_sweeps", "book/06_3_parsing_runs"]
