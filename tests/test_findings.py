@@ -22,14 +22,14 @@ from transformer import findings
 RESULTS = REPO / "results"
 RESULTS_PAGES = ["book/index", "book/05_2_engineering#what-one-gpu-measured", "book/06_1_evaluation",
                  "book/06_1_recipes", "book/06_2_model_variations",
-                 "book/06_3_constituency_parsing", "book/07_conclusion", "book/A1_english_chinese",
+                 "book/06_3_constituency_parsing", "book/06_3_parsing_runs", "book/07_conclusion", "book/A1_english_chinese",
                  "book/A2_vision_transformer"]
 # the pages that lead with findings, and leave the protocol and the pilots to a continued page
 FINDINGS_PAGES = {"book/06_1_evaluation": "book/06_1_recipes",
                   "book/06_2_model_variations": "book/06_2_sweeps",
                   "book/06_3_constituency_parsing": "book/06_3_parsing_runs"}
 MAX_WORDS = 4000
-PENDING = ["book/06_2_sweeps", "book/06_3_parsing_runs"]
+PENDING = ["book/06_2_sweeps"]
 
 # numbers that are no result, by page, each with its reason
 ALLOWED = {
@@ -53,6 +53,10 @@ ALLOWED = {
         "from (1,4) to (1,3)": "a second worked example",
         "middle 95%": "the interval's level, a convention",
         "more than 30 words": "an exercise: a length to try",
+    },
+    "book/06_3_parsing_runs": {
+        "5% sample": "the name of NLTK's sample of the treebank",
+        "its last 20 files": "the test split's files, a property of the data",
     },
     "book/A1_english_chinese": {
         "0.8": "the zh-en profile's rate factor at the first record's commit, which that record names "

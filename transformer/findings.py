@@ -9,7 +9,7 @@ __all__ = [
     "LANGUAGES", "Finding", "FINDINGS", "FindingError", "load", "record", "register", "text",
     "value", "substitutions", "paper", "MILLIONS", "THOUSANDS", "first_record", "SCALES", "M30K",
     "gpu_check_steps", "log_summary", "summary", "RECIPES", "recipe", "PARSE", "PARSE_SEMI", "TOLD",
-    "TOLD_SEMI", "SILVER", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT", "vit_images",
+    "TOLD_SEMI", "SILVER", "PTB_PARSE", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT", "vit_images",
 ]
 
 import functools
@@ -19,8 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from transformer.evaluate import COLLAPSED
 from transformer.paper import (AVERAGING, DATA, DECODING, GPU_TFLOPS, MULTI30K_ANCHOR,
                                PARSING, TABLE2, TABLE3, TABLE4, TRAINING)
+from transformer.profiles import PROFILES
 
 LANGUAGES = ("en", "zh_CN")
 
@@ -273,6 +275,22 @@ PARSE, PARSE_SEMI = "parsing/results.json", "parsing-semi/results.json"
 TOLD, TOLD_SEMI = ("parsing-pointerXX/results.json",
                    "parsing-ptb-semi-pointerXX/results.json")
 SILVER = "parsing-semi/silver.json"
+PTB_PARSE = PROFILES["ptb-parse"]
+
+
+def _epochs_per_round(results: Path) -> float:
+    run = load(results, PARSE)
+    return run["training"]["epochs"] / len(run["dev_curve"])
+
+
+def _semi_behind(results: Path) -> int:
+    """The first round after the pilot rounds at which the semi-supervised run's raw
+    dev F1 is below the WSJ-only run's."""
+    wsj = {p["round"]: p["dev_f1"] for p in load(results, PARSE)["dev_curve"]}
+    return next(p["round"] for p in load(results, PARSE_SEMI)["dev_curve"]
+                if p["round"] > PTB_PARSE.min_rounds and p["round"] in wsj
+                and p["dev_f1"] < wsj[p["round"]])
+
 
 register({
     "paper_wsj_f1": (paper(_table4("WSJ only")), "{}"),
@@ -295,6 +313,22 @@ register({
                         / load(r, PARSE)["training"]["train_pairs"], "{:.0f}"),
     "parse_width_ratio": (lambda r: PARSING["d_model"]
                           / load(r, PARSE)["model"]["d_model"], "{:.0f}"),
+    "parse_vocab": (f"{PARSE}:vocab_size", "{:,}"),
+    "parse_round_steps": (f"{PARSE}:training.round_steps", "{}"),
+    "parse_attn_drop": (f"{PARSE}:model.attn_drop", "{}"),
+    "parse_min_rounds": (paper(PTB_PARSE.min_rounds), "{}"),
+    "parse_max_rounds": (paper(PTB_PARSE.max_rounds), "{}"),
+    "parse_max_epochs": (lambda r: PTB_PARSE.max_rounds * _epochs_per_round(r),
+                         "{:.0f}"),
+    "first_parse_lr_factor": ("parsing-collapsed/results.json:lr_factor", "{}"),
+    "pilot_rounds": ("parsing-pilot/f0.25-p0.1.json:rounds", "{}"),
+    "semi_behind_round": (_semi_behind, "{}"),
+    "collapsed": (paper(COLLAPSED), "{}"),
+    "paper_wsj_test_sentences": (paper(DATA["wsj_test_sentences"]), "{:,}"),
+    "paper_semi_gain": (paper(_table4("semi-supervised") - _table4("WSJ only")),
+                        "{:.1f}"),
+    "paper_berkeley_f1": (paper(next(f1 for model, _, f1 in TABLE4
+                                     if model.startswith("Petrov"))), "{}"),
     "silver_min_tokens": (f"{SILVER}:tokens.min", "{}"),
     "silver_max_tokens": (f"{SILVER}:tokens.max", "{}"),
 })

@@ -105,7 +105,8 @@ MULTI30K_ANCHOR = dict(source="Wu et al., 2021", key="wu2021", bleu_lowercased=4
 # WMT14 English-German and English-French, WSJ training sentences for parsing, and
 # the sentences of its semi-supervised parsing corpus.
 DATA = dict(wmt14_en_de_pairs=4_500_000, wmt14_en_fr_pairs=36_000_000,
-            wsj_train_sentences=40_000, semi_supervised_sentences=17_000_000,
+            wsj_train_sentences=40_000, wsj_test_sentences=2_416,
+            semi_supervised_sentences=17_000_000,
             # the tokens of each side of a training batch, and the shared English-German
             # vocabulary (section 5.1)
             batch_tokens=25_000, vocab_en_de=37_000)

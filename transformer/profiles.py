@@ -202,7 +202,7 @@ _CPU_RUNS = [
 
 _TABLE3_RUNS = [
     # Chapter 6.2's Table 3 sweeps: the base row's data and schedule; each row changes
-    # the model (transformer.variations.row_profile). The converged sweep trains whole
+    # the model (transformer.variations.row_profile). The long sweep trains whole
     # epochs (its runner sets max_steps) at the learning-rate factor its pilot chooses,
     # in float32 so that its records do not depend on whether the CPU that ran them has
     # bfloat16 instructions.

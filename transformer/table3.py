@@ -37,7 +37,7 @@ WIDTHS = ("d_model", "d_ff", "d_k", "d_v")
 SCALE = 4
 
 
-# the converged sweep divides every width by this
+# the long sweep divides every width by this
 LONG_SCALE = 8
 # the base row is trained with each, to measure seed-to-seed spread
 NOISE_SEEDS = (1, 2, 3)
@@ -92,7 +92,7 @@ def sweep_plan(rows: Iterable[str] | None = None) -> list[tuple[str, int]]:
 
 
 def row_epochs(row: str, protocol: dict) -> int:
-    """A row's budget in the converged sweep: the base row's, times the row's train
+    """A row's budget in the long sweep: the base row's, times the row's train
     steps over base's (the big model 3x, as in the paper)."""
     return protocol["budget_epochs"] * PRESETS[row]["train_steps"] // PRESETS["base"][
         "train_steps"]

@@ -79,7 +79,7 @@ def run_row(row: str, seed: int = 1, runs_dir: str | Path = "runs/table3-short",
     return write_record(out, record, command)
 
 
-# The converged sweep: every row at an eighth of the width, trained epoch by epoch for
+# The long sweep: every row at an eighth of the width, trained epoch by epoch for
 # the budget at which the base row's dev perplexity levels off (the protocol above).
 LONG = PROFILES["table3-epochs"]
 PILOT_LR = (0.125, 0.25, 0.5, 1.0)   # lr_factor candidates, tried on the base row
@@ -368,7 +368,7 @@ def asked_setting(parser: argparse.ArgumentParser, args: argparse.Namespace
     items = args.set + [f"{k}={v!r}" for k, v in aliases.items() if v is not None]
     if items and (args.short or not args.rows):
         parser.error("--set, --epochs, --lr-factor and --p-drop diagnose rows of the "
-                     "converged sweep: name them, without --short")
+                     "long sweep: name them, without --short")
     try:
         setting = Setting.parse(items)
         # every change checked, on a row's profile, before anything starts
