@@ -115,6 +115,7 @@ def built_book(tmp_path_factory) -> Path:
     for name in ("references.bib", "references.md"):     # its citations
         shutil.copy(REPO / "book" / name, root / "book")
     shutil.copytree(REPO / "_ext", root / "_ext")  # the citation style
+    (root / "results").symlink_to(REPO / "results")  # what _ext/findings.py reads
 
     build_book(root)
     return root / "_build" / "html"
