@@ -173,6 +173,17 @@ register({
     "table3_budget_epochs": ("table3/protocol.json:budget_epochs", "{}"),
     "table3_big_epochs": ("table3/big-seed1.json:epochs", "{:.0f}"),
     "table3_train_pairs": ("table3/base-seed1.json:profile.train_pairs", "{:,}"),
+    "table3_lr_factor": ("table3/protocol.json:chosen.lr_factor", "{}"),
+    "first_protocol_lr": ("table3-lr0.5/protocol.json:chosen.lr_factor", "{}"),
+    "diag_lr_factor": ("table3/lr0.125/C3-seed1.json:profile.lr_factor", "{}"),
+    "short_tokens": (first_record("table3-short", "profile.tokens_per_step"), "{:,}"),
+    "short_warmup": (first_record("table3-short", "profile.warmup_steps"), "{}"),
+    "short_lr_factor": (first_record("table3-short", "profile.lr_factor"), "{}"),
+    "short_vocab": (first_record("table3-short", "profile.vocab_size"), "{:,}"),
+    "short_dev_sentences": (first_record("table3-short", "dev_sentences"), "{:,}"),
+    "paper_big_steps": (paper(TRAINING["big"]["steps"]), "{:,}"),
+    "paper_d2_bleu_cost": (paper(TABLE3["base"]["dev_bleu"] - TABLE3["D2"]["dev_bleu"]),
+                           "{:.1f}"),
     "table3_base_seeds": (lambda r: len(list((Path(r) / "table3")
                                              .glob("base-seed*.json"))), "{}"),
     "ptb_sample_trees": (lambda r: sum(load(r, "parsing/results.json")["splits"]

@@ -262,7 +262,7 @@ def claims_by_verdict(records: dict, scale: int = LONG_SCALE
     return grouped
 
 
-def verdict_table(verdicts: dict, pending=()) -> str:
+def verdict_table(verdicts: dict, pending: tuple | list = ()) -> str:
     """A Markdown table, one line per claim of CLAIMS: its rows and its verdicts by dev
     BLEU and by dev perplexity; a claim with a row in `pending` (its second seed not
     trained yet) is marked provisional."""
