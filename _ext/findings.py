@@ -4,14 +4,16 @@ value that a record holds; this extension fills MyST's substitutions from the bo
 survives translation: the catalogue's entry keeps `{{ name }}`, and the Chinese page gets the value."""
 from pathlib import Path
 
+from editions import edition_of
+
 
 def fill_substitutions(app, config):
     from transformer.findings import substitutions
 
-    language = config.language if config.language == "zh_CN" else "en"
     results = Path(app.srcdir) / "results"
     # a missing or damaged record stops the build here, naming the finding and the record
-    config.myst_substitutions = {**(config.myst_substitutions or {}), **substitutions(results, language)}
+    config.myst_substitutions = {**(config.myst_substitutions or {}),
+                                 **substitutions(results, edition_of(app))}
 
 
 def setup(app):

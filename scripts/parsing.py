@@ -87,7 +87,7 @@ from transformer.decode import translate  # noqa: E402
 from transformer.evaluate import COLLAPSED  # noqa: E402
 from transformer.optim import rate  # noqa: E402
 from transformer.parsing import (TreeConstraint, bracket_scores, parse_output, prepare_ptb,  # noqa: E402
-                                 read_treebank, silver_kept, with_tags)
+                                 read_treebank, silver_kept, with_tags, write_trees)
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.rounds import Setting, budget, chosen_setting, dev_decides, pilot, train_in_rounds  # noqa: E402
 from transformer.run import (BEST, CURVE, DEV_LOG, LOCK, TRAIN_LOG, keep_record, load_model, prepare_data,  # noqa: E402
@@ -121,12 +121,6 @@ def score(outputs, gold):
         status[kind] += 1
         predicted.append(None if tree is None else with_tags(tree, [tag for _, tag in g.pos()]))
     return bracket_scores(gold, predicted), predicted, dict(status)
-
-
-def write_trees(path, trees):
-    """One tree a line, evalb's input; "()" where the output was no tree."""
-    path.write_text("".join(("()" if t is None else t.pformat(margin=10**9)) + "\n" for t in trees),
-                    encoding="utf-8")
 
 
 def dev_score(trees, pairs):

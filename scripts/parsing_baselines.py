@@ -16,9 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from transformer.data import atomic_file  # noqa: E402
 from transformer.parsing import (PCFG, bracket_scores, flat_tree, pcfg_parse, read_treebank,  # noqa: E402
-                                 right_branching_tree, train_tagger)
+                                 right_branching_tree, train_tagger, write_trees)
 from transformer.runlog import write_record  # noqa: E402
 
 ORDERS = [(1, 1), (1, 2), (2, 1), (2, 2)]       # (horizontal, vertical) Markov orders tried on dev
@@ -36,11 +35,6 @@ def parse_all(grammar, tagged_sentences):
         trees.append(tree)
         found += ok
     return trees, found
-
-
-def write_trees(path, trees):
-    with atomic_file(path) as tmp:
-        tmp.write_text("".join(t.pformat(margin=10**9) + "\n" for t in trees), encoding="utf-8")
 
 
 def main(argv=None):

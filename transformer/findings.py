@@ -7,7 +7,7 @@ value, in either edition (chapter 7)."""
 
 __all__ = [
     "LANGUAGES", "Finding", "FINDINGS", "FindingError", "load", "record", "register", "text",
-    "value", "substitutions", "paper", "MILLIONS", "THOUSANDS", "first_record", "SCALES", "M30K",
+    "substitutions", "paper", "MILLIONS", "THOUSANDS", "first_record", "SCALES", "M30K",
     "gpu_check_steps", "log_summary", "summary", "RECIPES", "recipe", "PARSE", "PARSE_SEMI", "TOLD",
     "TOLD_SEMI", "SILVER", "PTB_PARSE", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT", "vit_images",
 ]
@@ -95,13 +95,6 @@ def text(name: str, results: str | Path, language: str = "en") -> str:
     except (OSError, KeyError, IndexError, TypeError, ValueError) as e:
         raise FindingError(f"finding {name!r} cannot be read from {results}: "
                            f"{type(e).__name__}: {e}") from e
-
-
-def value(name: str, results: str | Path) -> object:
-    """The value of finding `name`, for a cell that checks what the prose says."""
-    if name not in FINDINGS:
-        raise FindingError(f"no finding named {name!r}")
-    return FINDINGS[name].read(Path(results))
 
 
 def substitutions(results: str | Path, language: str = "en") -> dict[str, str]:

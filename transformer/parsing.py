@@ -7,9 +7,10 @@ __all__ = [
     "MalformedTree", "linearize", "delinearize", "PTB_SAMPLE", "treebank_dir", "base_label",
     "clean_tree", "wsj_number", "file_split", "is_tree", "read_treebank", "repair", "parse_output",
     "PUNCTUATION_TAGS", "IGNORED_LABELS", "EQUAL_LABELS", "brackets", "with_tags", "bracket_scores",
-    "prepare_ptb", "TreeConstraint", "flat_tree", "right_branching_tree", "grammar_tree", "PCFG",
-    "pcfg_parse", "train_tagger", "OPENING_TAGS", "opening_tags", "LENGTH_BINS", "f1_by_length",
-    "as_good_as", "f1_difference", "interval_side", "silver_kept",
+    "write_trees", "read_trees", "prepare_ptb", "TreeConstraint", "flat_tree",
+    "right_branching_tree", "grammar_tree", "PCFG", "pcfg_parse", "train_tagger", "OPENING_TAGS",
+    "opening_tags", "LENGTH_BINS", "f1_by_length", "as_good_as", "f1_difference", "interval_side",
+    "silver_kept",
 ]
 
 import re
@@ -308,6 +309,19 @@ def bracket_scores(gold_trees: list[Tree], predicted_trees: list[Tree | None]
     return {"precision": precision, "recall": recall, "f1": f1, "matched": matched,
             "gold_brackets": n_gold, "test_brackets": n_test,
             "exact_match": 100 * exact / len(gold_trees), "sentences": len(gold_trees)}
+
+
+def write_trees(path: str | Path, trees: list[Tree | None]) -> None:
+    """One tree a line, evalb's input; "()" where the output was no tree."""
+    with atomic_file(Path(path)) as tmp:
+        tmp.write_text("".join(("()" if t is None else t.pformat(margin=10**9)) + "\n"
+                               for t in trees), encoding="utf-8")
+
+
+def read_trees(path: str | Path) -> list[Tree | None]:
+    """The trees of a file that `write_trees` wrote, None for each "()"."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [None if line == "()" else Tree.fromstring(line) for line in lines]
 
 
 def prepare_ptb(dest_root: str | Path, treebank: str | Path | None = None,
