@@ -30,12 +30,12 @@ from transformer.corpora import load_split, prepare_zh_en  # noqa: E402
 from transformer.decode import translate  # noqa: E402
 from transformer.evaluate import sacre_bleu  # noqa: E402
 from transformer.paper import DECODING  # noqa: E402
+from transformer.parser_training import RATE_PILOT  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.rounds import budget, chosen_setting, train_in_rounds  # noqa: E402
+from transformer.rounds import budget, train_in_rounds  # noqa: E402
 from transformer.run import DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
-from parsing import PILOT  # noqa: E402  (scripts/parsing.py: the parser pilot's settings)
 
 # A small post-norm model with the paper's recipe for 6,800 pairs of news text, a 6,000-entry
 # vocabulary set in advance for so small a corpus (the paper: 37,000 for 4.5M pairs), and the rate and
@@ -109,7 +109,7 @@ def cured_profile(pilot_results):
     """PROFILE with the setting the parser pilot chose (its lr_factor and P_drop): (profile, the cure)."""
     path = Path(pilot_results) / "results.json"
     try:
-        setting = chosen_setting(pilot_results, list(PILOT.values()))
+        setting = RATE_PILOT.chosen(pilot_results)
     except ValueError:
         setting = None
     if setting is None:

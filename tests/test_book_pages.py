@@ -9,6 +9,8 @@ the whole book once, as `make book` does, and check what a reader would notice:
   table, which must be printed as a real table instead;
 * the text in a figure must be readable at the size the page shows it (about 9 px or more): figures
   are SVG, whose texts keep their sizes, so the size can be measured, not guessed;
+* no page's first screen (1400 x 900) shows code: it opens with prose, figures and folded cells;
+* every exported cell says which module of the package it goes to;
 * no page may name a path of the machine that made it;
 * the landing page shows the headline results, read from the results records, and links to the
   paper and to the repository.
@@ -34,6 +36,7 @@ from transformer.paper import MULTI30K_ANCHOR
 
 MIN_TEXT_PX = 9
 WINDOW = (1400, 1000)
+FIRST_SCREEN = 900       # px of a laptop's first screen at 1400 x 900, under the page's top
 RESULTS = REPO / "results"
 
 # Runs in a wrapper page on the same origin: loads every page in turn in an iframe of the window's
@@ -43,7 +46,7 @@ WRAPPER = """<!DOCTYPE html>
 <style>body{margin:0} iframe{border:0;width:%(width)dpx;height:%(height)dpx}</style></head>
 <body><iframe id="page"></iframe><pre id="verdict">pending</pre>
 <script>
-const PAGES = %(pages)s, MIN_PX = %(min_px)d;
+const PAGES = %(pages)s, MIN_PX = %(min_px)d, FIRST_SCREEN = %(first_screen)d;
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 async function until(cond, ms) {
   const end = Date.now() + ms;
@@ -85,6 +88,11 @@ async function measure(frame, page) {
   const v = {page: page, column: Math.round(column.width), wide_output: [], wide_tables: [],
              pipe_paragraphs: [], raster_figures: [], small_text: [], wrapped_table_rows: [],
              figures: 0};
+  // the first screen (a laptop's 900 px at this width) holds prose, figures and folded cells: no code
+  const code = Array.from(article.querySelectorAll('div.cell_input pre'))
+    .find(p => !p.closest('details:not([open])'));
+  const codeTop = code ? code.getBoundingClientRect().top + w.scrollY : null;
+  if (codeTop !== null && codeTop < FIRST_SCREEN) v.code_on_first_screen = [Math.round(codeTop)];
   // code, outputs and code blocks that need a sideways scroll: their longest lines
   for (const pre of article.querySelectorAll('pre')) {
     if (pre.scrollWidth > pre.clientWidth + 1) {
@@ -441,13 +449,15 @@ def test_every_citation_is_linked_to_its_source(whole_book):
 def column_check(chromium, site: Path, names: list[str], tmp_path: Path) -> tuple[list[dict], dict]:
     """Each page (its path inside the site) laid out in the browser: the verdicts and the problems."""
     (site / "_page_check.html").write_text(WRAPPER % {
-        "pages": json.dumps(names), "min_px": MIN_TEXT_PX, "width": WINDOW[0], "height": WINDOW[1]})
+        "pages": json.dumps(names), "min_px": MIN_TEXT_PX, "width": WINDOW[0], "height": WINDOW[1],
+        "first_screen": FIRST_SCREEN})
     verdicts = run_in_browser(chromium, site, "_page_check.html", tmp_path)
     assert {v["page"] for v in verdicts} == set(names)
     problems = {}
     for v in verdicts:
         found = {k: v[k] for k in ("error", "wide_output", "wide_tables", "pipe_paragraphs",
-                                   "raster_figures", "small_text", "wrapped_table_rows")
+                                   "raster_figures", "small_text", "wrapped_table_rows",
+                                   "code_on_first_screen")
                  if v.get(k)}
         if found:
             problems[v["page"]] = found
@@ -571,3 +581,28 @@ def test_the_wheel_from_the_site_installs_and_translates(whole_book, tmp_path):
     expected = Translator.from_run(REPO / "results" / "multi30k-cpu" / "model.pt", beam_size=1).translate(
         "Two dogs play in the snow.")
     assert done.stdout.strip() == expected and expected
+
+
+EXPORT = re.compile(r"^#\| export(?: +(\w+))?\s*$")
+
+
+def exported_modules(notebook: Path) -> list[str]:
+    """The module each exported cell of a notebook goes to, in order (tools/export_package.py's rule)."""
+    cells = [c for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    firsts = ["".join(c["source"]).split("\n", 1)[0] for c in cells]
+    default = next((line.split()[-1] for line in firsts if line.startswith("#| default_exp ")), None)
+    return [m[1] or default for line in firsts if (m := EXPORT.match(line))]
+
+
+def test_every_exported_cell_names_its_module_on_the_page_in_both_editions(whole_book):
+    """A reader finds any module's code from the page: above every exported cell, folded or not, the
+    label "→ transformer/NAME.py" (_ext/export_labels.py), in the English and the Chinese edition."""
+    label = re.compile(r'<p class="export-label">→ <code[^>]*><span class="pre">transformer/(\w+)\.py</span>')
+    counted = 0
+    for notebook in sorted((REPO / "book").glob("*.ipynb")):
+        wanted = exported_modules(notebook)
+        counted += len(wanted)
+        for edition in (whole_book, whole_book / "zh"):
+            page = (edition / "book" / f"{notebook.stem}.html").read_text(encoding="utf-8")
+            assert label.findall(page) == wanted, f"{edition.name}/{notebook.stem}: labels do not match the exports"
+    assert counted > 200, "the exported cells were not found"

@@ -230,7 +230,35 @@ def test_oddly_typed_text_reads_as_plain_text_on_every_engine(tmp_path, vocab):
         assert engine.translate(odd) == engine.translate(plain)
     if shutil.which("node") is None:
         pytest.skip("node not found: the page's tokenizer was not run")
-    model = Translator.from_run(run).model
+    model = Translator.from_run(run).engine.model
     write_payload(web_payload(model, vocab, "float16"), tmp_path / "model.js")
     page = run_node(tmp_path, tmp_path / "model.js", "d => d.map(t => vocab.encode(t).ids)", odd)
     assert page == vocab.encode(plain)
+
+
+def test_both_engines_go_through_the_one_text_loop(shipped, monkeypatch):
+    """Translator holds an engine and asks the package's one loop (decode.translate_text) for text, whichever
+    engine it is; CTranslate2Model.translate is that loop too, and reports an over-long line the same way."""
+    from transformer import decode
+    from transformer.decode import ModelEngine
+    from transformer.translate import Translator
+    model, vocab, ct2, _ = shipped
+    loop, seen = decode.translate_text, []
+
+    def spy(engine, *args, **kwargs):
+        seen.append(type(engine).__name__)
+        return loop(engine, *args, **kwargs)
+
+    monkeypatch.setattr(decode, "translate_text", spy)
+    sentences = ["Two dogs play in the snow.", "", "A man rides a bike."]
+    torch_out = Translator(ModelEngine(model.eval(), vocab)).translate(sentences)
+    ct2_out = Translator(ct2).translate(sentences)
+    direct = ct2.translate(sentences)
+    assert seen == ["ModelEngine", "CTranslate2Model", "CTranslate2Model"]
+    assert torch_out[1] == ct2_out[1] == "" and ct2_out == direct and all(torch_out[::2])
+    too_long = [" ".join(["dog"] * (ct2.max_len + 5)), "A dog."]
+    heard = []
+    for engine in (ModelEngine(model, vocab), ct2):
+        Translator(engine, beam_size=1).translate(too_long, too_long="skip",
+                                                  report=lambda i, n: heard.append((type(engine).__name__, i)))
+    assert heard == [("ModelEngine", 0), ("CTranslate2Model", 0)]

@@ -141,9 +141,9 @@ def test_search_settings_that_decode_nonsense_are_refused(args, tmp_path, capsys
                                       dict(beam_size=0)])
 def test_the_api_refuses_the_same_settings(greedy, settings):
     with pytest.raises(ValueError):
-        Translator(greedy.model, greedy.vocab, **settings)
+        Translator(greedy.engine, **settings)
     with pytest.raises(ValueError):
-        translate(greedy.model, greedy.vocab, ["A dog."], **{"beam_size": 1, **settings})
+        translate(greedy.engine.model, greedy.vocab, ["A dog."], **{"beam_size": 1, **settings})
 
 
 def test_evaluate_refuses_a_split_beside_its_own_files(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """Chapter 6.3: reading and cleaning trees, linearisation both ways, repair, evalb-style scores, the corpus."""
 import random
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from nltk.tree import Tree
@@ -210,7 +211,7 @@ def test_the_parsing_command_trains_decodes_and_writes_its_record(tmp_path, monk
     monkeypatch.setattr(script, "SHARED_PROFILE", script.SHARED_PROFILE.replace(
         vocab_size=600, **tiny | {"model": tiny["model"] | {"share_embeddings": True}}))
     for name, value in (("BEAM", 2), ("MAX_EXTRA", 10)):
-        monkeypatch.setattr(script, name, value)
+        monkeypatch.setattr(script.pt, name, value)
     argv = ["--run", str(tmp_path / "runs" / "parsing"), "--results", str(tmp_path / "results"),
             "--treebank", str(small)]
     script.main(argv)
@@ -275,12 +276,15 @@ def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkey
         model=script.PROFILE.model | {"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16,
                                       "d_v": 16, "P_drop": 0.2},
         save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2, round_steps=2))
-    monkeypatch.setattr(script, "PILOT_ROUNDS", 2)
+    pt = script.pt
+    monkeypatch.setattr(pt, "PILOT_ROUNDS", 2)
     # a 4-step model may not have left the collapse on any machine: here every round counts as out
     # of it, so that a setting is chosen (the rule itself is tested by hand below)
-    monkeypatch.setattr(script, "COLLAPSED", 1.01)
-    monkeypatch.setattr(script, "PILOT", {s: script.PILOT[s] for s in ("f0.25-p0.1", "f0.4-p0.1",
-                                                                         "prenorm-f0.25-p0.1")})
+    monkeypatch.setattr(pt, "COLLAPSED", 1.01)
+    grid = replace(pt.RATE_PILOT, settings=tuple(s for s in pt.RATE_PILOT.settings if s.name in (
+        "f0.25-p0.1", "f0.4-p0.1", "prenorm-f0.25-p0.1")))
+    monkeypatch.setattr(pt, "RATE_PILOT", grid)
+    monkeypatch.setattr(pt, "PILOTS", (grid, *pt.PILOTS[1:]))
     argv = ["--run", str(tmp_path / "runs" / "parsing"), "--results", str(tmp_path / "results" / "parsing"),
             "--treebank", str(small), "--pilot"]
     script.main(argv + ["prenorm-f0.25-p0.1", "f0.25-p0.1"])
@@ -297,15 +301,15 @@ def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkey
     assert (tmp_path / "runs" / "parsing-pilot" / "f0.25-p0.1" / "checkpoints").exists()
     script.main(argv + ["f0.4-p0.1"])
     chosen = json.loads((pilot / "results.json").read_text())
-    assert set(chosen["settings"]) == set(script.PILOT) and chosen["rule"] == script.PILOT_RULE
+    assert set(chosen["settings"]) == set(grid.names) and chosen["rule"] == grid.rule
     # the final run begins with the chosen setting's rounds, once the profile holds that setting
     setting = chosen["chosen"]["setting"]
     argv = argv[:-1]
     with pytest.raises(SystemExit, match="give the profile the chosen setting first"):
         script.main(argv + ["--from-pilot"])
-    monkeypatch.setattr(script, "PROFILE", script.pilot_profile(setting))
-    monkeypatch.setattr(script, "BEAM", 2)
-    monkeypatch.setattr(script, "MAX_EXTRA", 10)
+    monkeypatch.setattr(script, "PROFILE", script.pilot_setting(setting, pilot).apply(script.PROFILE))
+    monkeypatch.setattr(pt, "BEAM", 2)
+    monkeypatch.setattr(pt, "MAX_EXTRA", 10)
     script.main(argv + ["--from-pilot", "--max-minutes", "0.0001"])
     final = json.loads((tmp_path / "results" / "parsing" / "results.json").read_text())
     pilot_curve = json.loads((pilot / f"{setting}.json").read_text())["dev_curve"]
@@ -321,18 +325,18 @@ def test_the_pilot_trains_each_setting_then_chooses_by_its_rule(tmp_path, monkey
     assert pre_final["dev_curve"][:2] == records["prenorm-f0.25-p0.1"]["dev_curve"]
     assert (tmp_path / "runs" / "parsing-prenorm-f0.25-p0.1-select").exists()
     # the rule by hand, on records made up so that every branch decides
-    monkeypatch.setattr(script, "COLLAPSED", 0.9)
+    monkeypatch.setattr(pt, "COLLAPSED", 0.9)
     point = dict(step=2, round=1, dev_ppl=3.0, encoder_similarity=0.5)
     made = {"f0.25-p0.1": {"dev_curve": [point | dict(dev_f1=40.0), point | dict(dev_f1=70.0,
                                                                                  encoder_similarity=0.95)]},
             "f0.4-p0.1": {"dev_curve": [point | dict(dev_f1=40.0, dev_ppl=2.0)]}}
     # (pre-norm is a variant: transformer.rounds.pilot never shows its record to the rule)
-    assert script.VARIANTS == ("prenorm-f0.25-p0.1",)
-    assert script.pilot_choice(made)["setting"] == "f0.4-p0.1"
+    assert pt.RATE_PILOT.variants == ("prenorm-f0.25-p0.1",)
+    assert pt.pilot_choice(made)["setting"] == "f0.4-p0.1"
     made["f0.4-p0.1"]["dev_curve"][0]["encoder_similarity"] = 0.9
-    assert script.pilot_choice(made) == {"setting": "f0.25-p0.1", **point, "dev_f1": 40.0}
+    assert pt.pilot_choice(made) == {"setting": "f0.25-p0.1", **point, "dev_f1": 40.0}
     made["f0.25-p0.1"]["dev_curve"][0]["encoder_similarity"] = 0.99
-    assert script.pilot_choice(made) is None
+    assert pt.pilot_choice(made) is None
 
 
 
@@ -350,7 +354,8 @@ def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rul
         vocab_size=600, model=script.PROFILE.model | {"N": 1, "d_model": 32, "d_ff": 64, "h": 2, "d_k": 16,
                                                       "d_v": 16},
         save_every_steps=2, eval_every=2, keep_last=2, warmup_steps=2, round_steps=2))
-    monkeypatch.setattr(script, "PILOT_ROUNDS", 2)
+    pt = script.pt
+    monkeypatch.setattr(pt, "PILOT_ROUNDS", 2)
     argv = ["--run", str(tmp_path / "runs" / "parsing"), "--results", str(tmp_path / "results" / "parsing"),
             "--treebank", str(small), "--pilot"]
     with pytest.raises(SystemExit, match="different pilots"):
@@ -361,29 +366,29 @@ def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rul
     word = Vocab.load(tmp_path / "runs" / "parsing-pilot-vocab" / "word-source" / "vocab.model")
     sentences = [" ".join(t.leaves()) for t in script.read_treebank(small)["dev"]]
     assert [len(ids) for ids in word.encode(sentences)] == [len(s.split()) for s in sentences]
-    with pytest.raises(SystemExit, match="vocabulary pilot's choice"):
+    with pytest.raises(SystemExit, match="starts from the vocab pilot's choice"):
         script.main(argv + ["attn0.1"])
     script.main(argv + ["bpe-source"])
     chosen = json.loads((pilot / "results.json").read_text())
-    assert chosen["rule"] == script.VOCAB_RULE and set(chosen["settings"]) == set(script.VOCAB_PILOT)
-    records = {n: json.loads((pilot / f"{n}.json").read_text()) for n in script.VOCAB_PILOT}
+    assert chosen["rule"] == pt.VOCAB_PILOT.rule and set(chosen["settings"]) == set(pt.VOCAB_PILOT.names)
+    records = {n: json.loads((pilot / f"{n}.json").read_text()) for n in pt.VOCAB_PILOT.names}
     assert records["word-source"]["vocab_model"] == "word" and records["bpe-source"]["vocab_model"] == "bpe"
-    assert chosen["chosen"] == script.last_rounds_choice(records)
+    assert chosen["chosen"] == pt.last_rounds_choice(records)
     # the attention dropout pilot: the vocabulary pilot's choice with attention dropout, that choice's
     # own run the rate 0, not trained again
     script.main(argv + ["attn0.1", "attn0.2"])
     attn = json.loads((tmp_path / "results" / "parsing-pilot-attn" / "results.json").read_text())
     vocab = chosen["chosen"]["setting"]
-    assert set(attn["chosen"]["all"]) == {vocab, "attn0.1", "attn0.2"} and attn["rule"] == script.ATTN_RULE
+    assert set(attn["chosen"]["all"]) == {vocab, "attn0.1", "attn0.2"} and attn["rule"] == pt.ATTN_PILOT.rule
     assert not (tmp_path / "runs" / "parsing-pilot-attn" / vocab).exists()
     record = json.loads((tmp_path / "results" / "parsing-pilot-attn" / "attn0.2.json").read_text())
     assert record["model"]["attn_drop"] == 0.2 and record["vocab_model"] == records[vocab]["vocab_model"]
     # the final run begins with the chosen run's rounds, and averages checkpoints where dev says so
     setting = attn["chosen"]["setting"]
-    monkeypatch.setattr(script, "PROFILE", script.pilot_profile(setting, tmp_path / "results" / "parsing-pilot")
-                        .replace(average_last=2))
-    monkeypatch.setattr(script, "BEAM", 2)
-    monkeypatch.setattr(script, "MAX_EXTRA", 10)
+    monkeypatch.setattr(script, "PROFILE", script.pilot_setting(setting, tmp_path / "results" / "parsing-pilot")
+                        .apply(script.PROFILE).replace(average_last=2))
+    monkeypatch.setattr(pt, "BEAM", 2)
+    monkeypatch.setattr(pt, "MAX_EXTRA", 10)
     script.main(argv[:-1] + ["--from-pilot", setting, "--max-minutes", "0.0001"])
     final = json.loads((tmp_path / "results" / "parsing" / "results.json").read_text())
     assert final["variant"] is None and final["training"]["first_rounds_from_pilot"] == setting
@@ -411,19 +416,19 @@ def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rul
     corpus = tmp_path / "runs" / "parsing-corpus" / "ptb"
     assert len((corpus / "silver.tree").read_text().splitlines()) == kept
     semi = json.loads((tmp_path / "results" / "parsing-pilot-semi" / "results.json").read_text())
-    assert semi["rule"] == script.SEMI_RULE and set(semi["chosen"]["all"]) == set(script.SEMI_PILOT)
+    assert semi["rule"] == pt.SEMI_PILOT.rule and set(semi["chosen"]["all"]) == set(pt.SEMI_PILOT.names)
     script.main(argv[:-1] + ["--semi", "--max-minutes", "0.0001"])
     row = json.loads((tmp_path / "results" / "parsing-semi" / "results.json").read_text())
     assert row["row"] == "semi-supervised" and row["variant"] is None and row["command"].endswith("--semi")
-    assert row["corpus"] == script.SEMI_PILOT[semi["chosen"]["setting"]].changes["corpus"]
+    assert row["corpus"] == script.pilot_setting(semi["chosen"]["setting"], tmp_path / "results" / "parsing-pilot").changes["corpus"]
     assert row["splits"]["silver"] == kept and row["training"]["first_rounds_from_pilot"] == semi["chosen"]["setting"]
     # the rule by hand: the mean of the last rounds decides; within 0.1 F1, the lower perplexity
-    monkeypatch.setattr(script, "VOCAB_LAST", 2)
+    monkeypatch.setattr(pt, "VOCAB_LAST", 2)
     curve = lambda *points: {"dev_curve": [dict(round=i, dev_f1=f, dev_ppl=p) for i, (f, p) in enumerate(points)]}
     made = {"bpe-source": curve((60, 2.0), (20, 2.0), (30, 2.0)), "word-source": curve((10, 3.0), (26, 3.0), (26, 3.0))}
-    assert script.last_rounds_choice(made)["setting"] == "word-source"
+    assert pt.last_rounds_choice(made)["setting"] == "word-source"
     made["bpe-source"] = curve((60, 2.0), (22, 2.0), (29.9, 2.0))
-    assert script.last_rounds_choice(made)["setting"] == "bpe-source"
+    assert pt.last_rounds_choice(made)["setting"] == "bpe-source"
 
 TREES = [T("(S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT a) (NN mat)))) (. .))"),
          T("(S (NP (NNS dogs)) (VP (VBP run) (ADVP (RB fast))))"),

@@ -1,6 +1,7 @@
 """Training in rounds (transformer.rounds): the stop rules, the kept model, the encoder's similarity in every
 round, a curve of another purpose refused, and a second call that resumes instead of training again."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,8 @@ from transformer.profiles import get_profile
 from transformer import rounds as rounds_module
 from transformer.rounds import budget, dev_decides, patience, train_in_rounds
 from transformer.run import load_model
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_rounds_stop_by_patience_after_the_minimum_and_keep_the_best(tmp_path, monkeypatch):
@@ -102,7 +105,7 @@ def test_a_run_trained_past_its_curve_is_refused_before_it_is_scored(tmp_path):
 
 def test_a_setting_is_named_for_its_changes_and_applies_them_checked():
     from transformer.profiles import PROFILES
-    from transformer.rounds import Setting
+    from transformer.profiles import Setting
     setting = Setting.parse(["model.P_drop=0.0", "lr_factor=0.125"])
     assert setting.name == "lr0.125-pdrop0.0" and setting == Setting.parse(["lr_factor=0.125", "model.P_drop=0.0"])
     profile = setting.apply(PROFILES["table3-epochs"])
@@ -116,7 +119,8 @@ def test_a_setting_is_named_for_its_changes_and_applies_them_checked():
 def test_a_pilot_tries_each_setting_once_and_its_rule_never_sees_a_variant(tmp_path):
     """Settings tried by separate commands, each record kept; the choice once every setting the rule reads
     has one; a variant tried and recorded but never waited for and never shown to the rule."""
-    from transformer.rounds import Setting, chosen_setting, pilot
+    from transformer.profiles import Setting
+    from transformer.rounds import chosen_setting, pilot
     settings = [Setting.of({"lr_factor": 0.1}), Setting.of({"lr_factor": 0.2}),
                 Setting.of({"lr_factor": 0.2, "model.norm_first": True}, "pre")]
     tried, shown = [], []
@@ -139,3 +143,82 @@ def test_a_pilot_tries_each_setting_once_and_its_rule_never_sees_a_variant(tmp_p
     assert kept["rule"] == "the highest score" and kept["settings"] == ["lr0.1", "lr0.2", "pre"]
     assert json.loads((tmp_path / "lr0.1.json").read_text())["changes"] == {"lr_factor": 0.1}
     assert chosen_setting(tmp_path, settings) == settings[1]
+
+
+def test_every_recorded_pilot_is_a_pilot_value_whose_rule_replays_its_choice():
+    """The parser's four pilots are values of the package: each committed record holds the rule in the
+    same words, and the rule applied to the committed records of its settings makes the recorded choice
+    (the attention pilot with its start, the vocabulary pilot's choice, as the rate 0)."""
+    import json
+
+    from transformer import parser_training as pt
+    results = ROOT / "results" / "parsing-pilot"
+    for pilot in pt.PILOTS:
+        folder = pilot.folder(results)
+        kept = json.loads((folder / "results.json").read_text())
+        assert kept["rule"] == pilot.rule and set(kept["settings"]) <= set(pilot.names)
+        records = {n: json.loads((folder / f"{n}.json").read_text()) for n in kept["settings"]
+                   if n not in pilot.variants}
+        start = pilot.start(results)
+        if start:
+            records = {start[0].name: start[1], **records}
+        assert pilot.choose(records) == kept["chosen"], pilot.name
+        assert pilot.chosen(results).name == kept["chosen"]["setting"]
+
+
+def test_a_pilot_that_starts_from_another_adds_its_changes_and_is_refused_before_that_choice(tmp_path):
+    """Pilot.run with `after`: nothing trains before the first pilot has chosen; then the settings carry the
+    chosen changes, the chosen run's record is compared as the choice to change nothing, and a chosen
+    setting's run is copied into a new run once (continue_into)."""
+    from transformer.profiles import Setting
+    from transformer.rounds import Pilot
+    first = Pilot("", (Setting.of({"lr_factor": 0.1}), Setting.of({"lr_factor": 0.2})), "the highest score",
+                  lambda records: {"setting": max(records, key=lambda s: records[s]["score"])})
+    then = Pilot("then", (Setting.of({"model.P_drop": 0.0}, "nodrop"),), "the highest score",
+                 first.choose, after=first)
+    base = tmp_path / "results" / "pilot"
+    scores = {"lr0.1": 1.0, "lr0.2": 2.0, "nodrop": 1.5}
+    trained = []
+
+    def trial(setting):
+        trained.append((setting.name, setting.changes))
+        return {"score": scores[setting.name]}
+
+    with pytest.raises(ValueError, match="not chosen yet"):
+        then.run(trial, base)
+    assert trained == []
+    assert first.run(trial, base) == {"setting": "lr0.2"}
+    assert then.run(trial, base) == {"setting": "lr0.2"}      # the start's own run wins
+    assert trained[-1] == ("nodrop", {"lr_factor": 0.2, "model.P_drop": 0.0})
+    assert then.folder(base) == tmp_path / "results" / "pilot-then"
+    assert then.chosen(base) == Setting.of({"lr_factor": 0.2})
+    runs = tmp_path / "runs" / "pilot"
+    for name in ("lr0.2", "lr0.2-select"):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "f").write_text(name)
+    first.continue_into(tmp_path / "runs" / "final", runs, first.chosen(base))
+    assert (tmp_path / "runs" / "final" / "f").read_text() == "lr0.2"
+    assert (tmp_path / "runs" / "final-select" / "f").read_text() == "lr0.2-select"
+    with pytest.raises(ValueError, match="has not trained lr0.1"):
+        first.continue_into(tmp_path / "runs" / "other", runs, Setting.of({"lr_factor": 0.1}))
+
+
+def test_the_scripts_define_no_pilot_of_their_own_and_import_no_script():
+    """Pilots are values of the package; a script is a thin command around it (scripts/parsing.py at most
+    350 lines, its longest function at most 60) and imports the package, never another script."""
+    import ast
+    scripts = sorted((ROOT / "scripts").glob("*.py"))
+    names = {p.stem for p in scripts}
+    for path in scripts:
+        tree = ast.parse(path.read_text())
+        imported = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        imported |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not imported & names, f"{path.name} imports a script: {imported & names}"
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Pilot"]
+        assert not calls and not any(isinstance(n, ast.FunctionDef) and "pilot" in n.name and
+                                     n.name not in ("run_pilot", "start_from_pilot", "pilot_setting")
+                                     for n in tree.body), path.name
+    parsing = ROOT / "scripts" / "parsing.py"
+    tree = ast.parse(parsing.read_text())
+    assert len(parsing.read_text().splitlines()) <= 350
+    assert max(n.end_lineno - n.lineno + 1 for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)) <= 60

@@ -1,5 +1,6 @@
 """Chapter 6.2's sweep: scaled rows, run order, one row end to end (train, score, record, resume), verdicts."""
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from transformer.evaluate import COLLAPSED, sacre_bleu
 from transformer.model import PRESETS
 from transformer.paper import TABLE3
 from transformer import rounds, table3, variations
-from transformer.rounds import Setting
+from transformer.profiles import Setting
 from transformer.table3 import (CLAIMS, LONG_SCALE, ROWS, claim_verdicts, compare, load_records, record_path,
                                 scaled_config, second_seeds, seed_spread)
 from transformer.variations import (LONG, SWEEP, choose_budget, claims_first, main, plateaued, row_epochs,
@@ -190,7 +191,8 @@ def test_the_protocol_then_a_row_end_to_end_with_a_curve_per_epoch(tmp_path, mon
     monkeypatch.setattr(variations, "LONG", LONG.replace(train_pairs=300, vocab_size=400, max_len=40,
                                                          max_tokens=1000, tokens_per_step=1000, warmup_steps=4,
                                                          amp=False))
-    monkeypatch.setattr(variations, "PILOT_LR", (0.5, 1.0))
+    monkeypatch.setattr(variations, "RATE_PILOT", replace(variations.RATE_PILOT, settings=tuple(
+        s for s in variations.RATE_PILOT.settings if s.changes["lr_factor"] in (0.5, 1.0))))
     monkeypatch.setattr(variations, "PILOT_EPOCHS", 1)
     monkeypatch.setattr(variations, "MIN_EPOCHS", 2)
     monkeypatch.setattr(variations, "MAX_EPOCHS", 3)
@@ -334,7 +336,8 @@ def test_the_pilot_chooses_the_rate_by_bleu_where_perplexity_would_choose_anothe
     (results / "pilot").mkdir()
     for p in pilots:            # the rates' records, as a pilot stopped before its choice left them
         (results / "pilot" / f"lr{p['lr_factor']}.json").write_text(json.dumps(p))
-    monkeypatch.setattr(variations, "PILOT_LR", (0.25, 0.5))
+    monkeypatch.setattr(variations, "RATE_PILOT", replace(variations.RATE_PILOT, settings=tuple(
+        s for s in variations.RATE_PILOT.settings if s.changes["lr_factor"] in (0.25, 0.5))))
     monkeypatch.setattr(variations, "PILOT_EPOCHS", 1)
     monkeypatch.setattr(variations, "data_size", lambda *a, **k: (10, 400))
     continued = []
@@ -465,9 +468,8 @@ def test_a_row_diagnosed_at_another_dropout_trains_apart_from_the_sweep(tmp_path
     assert load_records(results) == {}          # no verdict of the sweep reads it
     assert (runs / "taken" / "big-seed1-pdrop0.1").exists()
     # the same, for fewer epochs than big's budget (3x the base row's): apart again
-    short_drop = Setting.parse(["model.P_drop=0.1", "epochs=3"])
-    assert variations.records_dir(results, protocol, short_drop) == results / "pdrop0.1-epochs3"
-    variations.converged_sweep([("big", 1)], runs, results, None, "test", short_drop)
+    assert variations.records_dir(results, protocol, drop, 3) == results / "pdrop0.1-epochs3"
+    variations.converged_sweep([("big", 1)], runs, results, None, "test", drop, 3)
     assert trained[-1] == (f"{name}-pdrop0.1-epochs3", 0.25, 0.1, f"{name}-pdrop0.1-epochs3")
     short = json.loads((results / "pdrop0.1-epochs3" / "big-seed1.json").read_text())
     assert short["epochs"] == 3 and len(short["dev_curve"]) == 3 and record["epochs"] == 6
@@ -481,7 +483,7 @@ def test_a_row_diagnosed_at_another_dropout_trains_apart_from_the_sweep(tmp_path
     (["--lr-factor", "0.1"], "--lr-factor"), (["big", "--short", "--p-drop", "0.1"], "--p-drop"),
     (["--epochs", "5"], "--epochs"), (["big", "--epochs", "0"], "--epochs"),
     (["C3", "--lr-factor", "0"], "lr_factor must be positive"), (["big", "--p-drop", "1"], r"P_drop must be in"),
-    (["C3", "--set", "steps=5"], "unknown field 'steps'"), (["C3", "--set", "epochs=0"], "at least 1"),
+    (["C3", "--set", "steps=5"], "unknown field 'steps'"), (["C3", "--set", "epochs=3"], "--epochs N"),
     (["C3", "--set", "model.P_drop"], "key=value"),
 ])
 def test_a_diagnosis_names_rows_of_the_converged_sweep_and_changes_a_run_could_train_with(
@@ -500,8 +502,12 @@ def test_the_old_flags_are_the_same_setting_as_set():
     parser = build_parser()
     old = asked_setting(parser, parser.parse_args(["B1", "--p-drop", "0.0", "--lr-factor", "0.125", "--epochs", "60"]))
     new = asked_setting(parser, parser.parse_args(["B1", "--set", "lr_factor=0.125", "model.P_drop=0.0",
-                                                   "epochs=60"]))
-    assert old == new and new.name == "lr0.125-pdrop0.0-epochs60"
+                                                   "--epochs", "60"]))
+    assert old == new and new.name == "lr0.125-pdrop0.0"
+    # the epochs are the recipe's argument, not a change to the profile; they name the folder too
+    protocol = {"chosen": {"lr_factor": 0.25}}
+    assert variations.diagnosis(protocol, new, 60).name == "lr0.125-pdrop0.0-epochs60"
+    assert variations.diagnosis(protocol, new, 60).changes == new.changes
 
 
 def test_a_run_leaves_the_collapse_at_the_first_epoch_below_the_threshold():

@@ -7,12 +7,14 @@ __all__ = [
     "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "decoding",
     "simple_greedy_decode", "length_penalty", "reorder_cache", "end_at_limit", "simple_beam_search",
     "best_finished", "sequence_logprob", "greedy_decode", "beam_search", "length_batches",
-    "TOO_LONG", "TooLong", "fit_lengths", "check_search", "translate",
+    "TOO_LONG", "TooLong", "fit_lengths", "check_search", "Engine", "ModelEngine", "translate_text",
+    "translate",
 ]
 
 import contextlib
 import math
 from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 import torch
 from tqdm import tqdm
@@ -433,11 +435,13 @@ class TooLong(ValueError):
                          f"leaves its translation empty)")
 
 
-def fit_lengths(ids: list[list[int]], max_len: int,
-                too_long: str = "error") -> list[list[int] | None]:
+def fit_lengths(ids: list[list[int]], max_len: int, too_long: str = "error",
+                report: Callable[[int, int], None] | None = None
+                ) -> list[list[int] | None]:
     """Source id lists, each ending in </s>, made to fit the model's max_len positions:
     too_long="error" raises TooLong for the first one that does not fit, "truncate"
-    keeps its first max_len - 2 pieces and </s>, "skip" puts None in its place."""
+    keeps its first max_len - 2 pieces and </s>, "skip" puts None in its place;
+    report(index, tokens), if given, hears of each one cut or skipped."""
     if too_long not in TOO_LONG:
         raise ValueError(f"too_long must be one of {TOO_LONG}, got {too_long!r}")
     fitted = []
@@ -447,6 +451,8 @@ def fit_lengths(ids: list[list[int]], max_len: int,
         elif too_long == "error":
             raise TooLong(i, len(s), max_len)
         else:
+            if report:
+                report(i, len(s))
             fitted.append(s[:max_len - 2] + s[-1:] if too_long == "truncate" else None)
     return fitted
 
@@ -467,68 +473,107 @@ def check_search(beam_size: int, alpha: float, batch_tokens: int) -> None:
                          f"got {batch_tokens!r}")
 
 
-@torch.no_grad()
-def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
-              beam_size: int = BEAM, alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
-              batch_tokens: int = 20000, progress: bool = True,
-              constrain: Callable | None = None, search: str = "fast",
-              too_long: str = "error", nbest: int | None = None
-              ) -> str | list[str] | list[list[tuple[str, float]]]:
-    """Raw source sentences -> raw translations (beam search; beam_size=1 means greedy
-    decoding). Blank sentences translate to "".
+class Engine(Protocol):
+    """What translate_text decodes with: a batch of source id lists (without </s>)
+    in, a row of output ids per source out (or, with nbest, each source's (ids,
+    score) pairs, best first); `allowed` limits the tokens (6.3's trees)."""
+    vocab: Vocab
+    max_len: int
+
+    def translate_ids(self, sources: list[list[int]], beam_size: int, alpha: float,
+                      max_extra: int, nbest: int | None = None,
+                      allowed: Callable | None = None) -> list: ...
+
+
+class ModelEngine:
+    """The PyTorch model as an Engine: the fast decoders, or chapter 6.1's readable
+    first versions (search="readable", which give the same tokens)."""
+
+    def __init__(self, model: Transformer, vocab: Vocab, search: str = "fast"):
+        if search not in ("fast", "readable"):
+            raise ValueError(f"search must be 'fast' or 'readable', got {search!r}")
+        self.model, self.vocab, self.search = model, vocab, search
+
+    @property
+    def max_len(self) -> int:
+        return self.model.cfg.max_len
+
+    @torch.no_grad()
+    def translate_ids(self, sources: list[list[int]], beam_size: int, alpha: float,
+                      max_extra: int, nbest: int | None = None,
+                      allowed: Callable | None = None) -> list:
+        if allowed is not None and self.search == "readable":
+            raise ValueError("the readable decoders take no constraint; use "
+                             "search='fast'")
+        src = torch.full((len(sources), max(map(len, sources)) + 1), PAD)
+        for row, ids in enumerate(sources):
+            src[row, :len(ids) + 1] = torch.tensor(ids + [EOS])
+        src = src.to(next(self.model.parameters()).device)
+        if nbest:
+            found = simple_beam_search(self.model, src, BOS, EOS, beam_size, alpha,
+                                       max_extra, nbest=nbest)
+            return [[(hyp, score) for score, hyp in row] for row in found]
+        greedy, beam = ((greedy_decode, beam_search) if self.search == "fast"
+                        else (simple_greedy_decode, simple_beam_search))
+        # `allowed` only when constrained: the readable decoders take none
+        limit = {"allowed": allowed} if allowed is not None else {}
+        if beam_size == 1:
+            return greedy(self.model, src, BOS, EOS, max_extra, **limit)
+        return beam(self.model, src, BOS, EOS, beam_size, alpha, max_extra, **limit)
+
+
+def translate_text(engine: Engine, sentences: str | Iterable[str],
+                   beam_size: int = BEAM, alpha: float = ALPHA,
+                   max_extra: int = MAX_EXTRA, batch_tokens: int = 20000,
+                   progress: bool = False, too_long: str = "error",
+                   nbest: int | None = None, constrain: Callable | None = None,
+                   report: Callable[[int, int], None] | None = None
+                   ) -> str | list[str] | list[list[tuple[str, float]]]:
+    """Raw source sentences -> raw translations by `engine` (beam_size=1: greedy).
 
     A batch holds as many sentences as fit (sentences x beam x longest possible output)
-    <= batch_tokens. A single string is translated as one sentence, and returned as a
-    string. `constrain(batch)`, if given, turns a batch's source sentences into the
-    decoders' `allowed` function for that batch (chapter 6.3's well-formed trees).
-    `search`: "fast" (the package's decoders) or "readable" (chapter 6.1's first
-    versions, which give the same tokens and take no constraint). `too_long`: what
-    becomes of a sentence longer than the model's positions (fit_lengths). `nbest`:
-    instead of one translation, each sentence's `nbest` best hypotheses as
-    (translation, score) pairs, best first; the score is the one beam search ranks by,
-    the log-probability divided by the length penalty (the readable beam search).
-    """
+    <= batch_tokens. `constrain(batch)`, if given, turns a batch's source sentences
+    into the engine's `allowed` function for that batch. `too_long` and `report`: what
+    becomes of a sentence longer than the engine's positions (fit_lengths). `nbest`:
+    each sentence's `nbest` best hypotheses as (translation, score) pairs, best
+    first; the score is the log-probability divided by the length penalty."""
     check_search(beam_size, alpha, batch_tokens)
-    if search not in ("fast", "readable"):
-        raise ValueError(f"search must be 'fast' or 'readable', got {search!r}")
-    if constrain is not None and search == "readable":
-        raise ValueError("the readable decoders take no constraint; use search='fast'")
     if nbest is not None and (constrain is not None or not 1 <= nbest <= beam_size):
         raise ValueError(f"nbest must be between 1 and the beam size ({beam_size}), "
                          f"and takes no constraint; got {nbest!r}")
-    if isinstance(sentences, str):
-        return translate(model, vocab, [sentences], beam_size, alpha, max_extra,
-                         batch_tokens, False, constrain, search, too_long, nbest)[0]
-    greedy, beam = ((greedy_decode, beam_search) if search == "fast"
-                    else (simple_greedy_decode, simple_beam_search))
-    device = next(model.parameters()).device
-    sentences = list(sentences)
-    ids = fit_lengths([s + [EOS] for s in vocab.encode(sentences)], model.cfg.max_len,
-                      too_long)
+    if isinstance(sentences, str):      # one sentence, not a list of characters
+        return translate_text(engine, [sentences], beam_size, alpha, max_extra,
+                              batch_tokens, False, too_long, nbest, constrain,
+                              report)[0]
+    sentences, vocab = list(sentences), engine.vocab
+    ids = fit_lengths([s + [EOS] for s in vocab.encode(sentences)], engine.max_len,
+                      too_long, report)
     out = [[] if nbest else "" for _ in ids]
     todo = [i for i, s in enumerate(ids) if s is not None and sentences[i].strip()]
     batches = length_batches([len(ids[i]) for i in todo], beam_size, max_extra,
                              batch_tokens)
     for batch in tqdm(batches, desc="translating", disable=not progress, leave=False):
         batch = [todo[j] for j in batch]
-        longest = max(len(ids[i]) for i in batch)
-        src = torch.full((len(batch), longest), PAD, dtype=torch.long)
-        for row, i in enumerate(batch):
-            src[row, :len(ids[i])] = torch.tensor(ids[i])
-        src = src.to(device)
-        if nbest:
-            found = simple_beam_search(model, src, BOS, EOS, beam_size, alpha,
-                                       max_extra, nbest=nbest)
-            for row, i in enumerate(batch):
-                out[i] = [(vocab.decode(hyp), score) for score, hyp in found[row]]
-            continue
-        # `allowed` only when constrained: the readable decoders take none
-        limit = ({"allowed": constrain([sentences[i] for i in batch])} if constrain
-                 else {})
-        if beam_size == 1:
-            hyp = greedy(model, src, BOS, EOS, max_extra, **limit)
-        else:
-            hyp = beam(model, src, BOS, EOS, beam_size, alpha, max_extra, **limit)
-        for row, i in enumerate(batch):
-            out[i] = vocab.decode(hyp[row])
+        allowed = constrain([sentences[i] for i in batch]) if constrain else None
+        found = engine.translate_ids([ids[i][:-1] for i in batch], beam_size, alpha,
+                                     max_extra, nbest, allowed)
+        for i, hyp in zip(batch, found):
+            out[i] = ([(vocab.decode(h), s) for h, s in hyp] if nbest
+                      else vocab.decode(hyp))
     return out
+
+
+def translate(model: Transformer, vocab: Vocab, sentences: str | Iterable[str],
+              beam_size: int = BEAM, alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
+              batch_tokens: int = 20000, progress: bool = True,
+              constrain: Callable | None = None, search: str = "fast",
+              too_long: str = "error", nbest: int | None = None
+              ) -> str | list[str] | list[list[tuple[str, float]]]:
+    """translate_text with the PyTorch model (ModelEngine, `search` "fast" or
+    "readable"); a single string is translated as one sentence, and returned as a
+    string."""
+    if constrain is not None and search == "readable":
+        raise ValueError("the readable decoders take no constraint; use search='fast'")
+    return translate_text(ModelEngine(model, vocab, search), sentences, beam_size,
+                          alpha, max_extra, batch_tokens, progress, too_long, nbest,
+                          constrain)

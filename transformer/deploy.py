@@ -12,13 +12,13 @@ import argparse
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from transformer.checkpoint import CheckpointError, save_model
-from transformer.data import EOS, Vocab
-from transformer.decode import (ALPHA, BEAM, MAX_EXTRA, check_search, fit_lengths,
-                                length_batches, length_penalty)
+from transformer.data import Vocab
+from transformer import decode
+from transformer.decode import ALPHA, BEAM, MAX_EXTRA, length_penalty
 from transformer.cli import check_writable, positive_int
 from transformer.model import Transformer, TransformerConfig
 from transformer.run import load_model
@@ -204,12 +204,15 @@ class CTranslate2Model:
 
     def translate_ids(self, sources: list[list[int]], beam_size: int = BEAM,
                       alpha: float = ALPHA, max_extra: int = MAX_EXTRA,
-                      nbest: int | None = None
+                      nbest: int | None = None, allowed: Callable | None = None
                      ) -> list[list[int]] | list[list[tuple[list[int], float]]]:
         """Source id lists (without </s>) -> output id lists (without </s>), decoded as
         one batch; with nbest, each source's nbest (ids, score) pairs, best first.
         As for our decoders, the output limit is input length + max_extra, here the
-        batch's longest input's."""
+        batch's longest input's. The engine takes no constraint (`allowed`)."""
+        if allowed is not None:
+            raise ValueError("CTranslate2 decodes without a constraint; use the "
+                             "PyTorch model (decode.translate)")
         # with </s>, as our decoders count
         longest = max(len(s) for s in sources) + 1
         # output_limits: </s> included
@@ -234,28 +237,11 @@ class CTranslate2Model:
                   batch_tokens: int = 20000, too_long: str = "error",
                   nbest: int | None = None
                  ) -> str | list[str] | list[list[tuple[str, float]]]:
-        """Raw sentences -> raw translations, batched by length as decode.translate
-        does, with its rules for blank and over-long sentences (and, with nbest, lists
-        of (translation, score), the score log-probability / the paper's length
-        penalty, as for decode.translate)."""
-        check_search(beam_size, alpha, batch_tokens)
-        if isinstance(sentences, str):     # one sentence, not a list of characters
-            return self.translate([sentences], beam_size, alpha, max_extra,
-                                  batch_tokens, too_long, nbest)[0]
-        sentences = list(sentences)
-        ids = fit_lengths([s + [EOS] for s in self.vocab.encode(sentences)],
-                          self.max_len, too_long)
-        out = [[] if nbest else "" for _ in ids]
-        todo = [i for i, s in enumerate(ids) if s is not None and sentences[i].strip()]
-        for batch in length_batches([len(ids[i]) for i in todo], beam_size, max_extra,
-                                    batch_tokens):
-            batch = [todo[j] for j in batch]
-            found = self.translate_ids([ids[i][:-1] for i in batch], beam_size, alpha,
-                                       max_extra, nbest)
-            for i, hyp in zip(batch, found):
-                out[i] = ([(self.vocab.decode(h), s) for h, s in hyp] if nbest
-                          else self.vocab.decode(hyp))
-        return out
+        """Raw sentences -> raw translations: the package's one text loop
+        (decode.translate_text) with this engine, so batching, blank and over-long
+        sentences and n-best lists go as for the PyTorch model."""
+        return decode.translate_text(self, sentences, beam_size, alpha, max_extra,
+                                     batch_tokens, too_long=too_long, nbest=nbest)
 
 
 EXAMPLES = """examples:

@@ -377,6 +377,7 @@ register({
     "zh_first_steps": (f"{ZH_FIRST}:zh-en.training.steps", "{:,}"),
 })
 
+
 # Appendix B: the Vision Transformer
 register({
     "vit_images": (lambda r: load(r, VISION)["sizes"]["train"]

@@ -6,6 +6,7 @@
 __all__ = [
     "steps_per_interval", "PAPER_BASE_SAVE_EVERY", "PAPER_BIG_SAVE_EVERY", "Profile", "PROFILES",
     "get_profile", "resume_command", "parse_overrides", "parse_items", "checked_changes",
+    "SHORT_NAMES", "Setting",
 ]
 
 import ast
@@ -13,6 +14,7 @@ import dataclasses
 import shlex
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -364,3 +366,41 @@ def checked_changes(pairs: dict, profile: Profile) -> dict:
             raise ValueError(f"--set {given}: {err}") from None
         changes["model"] = model
     return changes
+
+
+# short names that keep a setting's name readable; any other field is named as written
+# a corpus is named by its name alone
+SHORT_NAMES = {"lr_factor": "lr", "model.P_drop": "pdrop", "corpus": "",
+               "model.pointer_id": "pointer"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A variation of an experiment: `changes` are the KEY=VALUE pairs that
+    `train --set` takes (`lr_factor`, `model.P_drop`, ...), `name` names its run
+    folder and its records."""
+    name: str
+    changes: dict
+
+    @classmethod
+    def of(cls, changes: dict, name: str | None = None) -> "Setting":
+        """A setting of `changes`, named for them unless `name` is given."""
+        order = [f.name for f in dataclasses.fields(Profile)] + [
+            f"model.{f.name}" for f in dataclasses.fields(TransformerConfig)]
+        changes = dict(sorted(changes.items(), key=lambda kv: (
+            order.index(kv[0]) if kv[0] in order else len(order), kv[0])))
+        return cls(name or "-".join(f"{SHORT_NAMES.get(k, k.split('.')[-1])}{v}"
+                                    for k, v in changes.items()), changes)
+
+    @classmethod
+    def parse(cls, items: Iterable[str], name: str | None = None) -> "Setting":
+        """['lr_factor=0.125', 'model.P_drop=0.0'] -> a Setting."""
+        return cls.of(parse_items(list(items)), name)
+
+    def apply(self, profile: Profile) -> Profile:
+        """`profile` with the changes, each checked against its field."""
+        return profile.replace(**checked_changes(self.changes, profile))
+
+    def without(self, *keys: str) -> "Setting":
+        """The same setting less some of its changes (renamed for what is left)."""
+        return Setting.of({k: v for k, v in self.changes.items() if k not in keys})

@@ -6,11 +6,11 @@ model (paper section 6.1: choices made on the development set)."""
 
 __all__ = [
     "StopRule", "best_round", "smoothed", "patience", "budget", "dev_decides", "Rounds",
-    "train_in_rounds", "measure_round", "SHORT_NAMES", "Setting", "pilot", "chosen_setting",
+    "train_in_rounds", "measure_round", "pilot", "chosen_setting", "Pilot",
 ]
 
-import dataclasses
 import json
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -24,9 +24,9 @@ from transformer.corpora import load_split
 from transformer.data import Vocab, atomic_file
 from transformer.distributed import StopRequest
 from transformer.evaluate import COLLAPSED, encoder_similarity
-from transformer.model import Transformer, TransformerConfig
-from transformer.profiles import Profile, checked_changes, parse_items
-from transformer.run import CURVE, dev_ppl_at, load_model
+from transformer.model import Transformer
+from transformer.profiles import Profile, Setting
+from transformer.run import CURVE, LOCK, dev_ppl_at, load_model, run_lock
 from transformer.runlog import write_record
 from transformer.train import train
 
@@ -172,44 +172,6 @@ def measure_round(run: str | Path, number: int, summary: dict,
     return point, model, vocab
 
 
-# short names that keep a setting's name readable; any other field is named as written
-# a corpus is named by its name alone
-SHORT_NAMES = {"lr_factor": "lr", "model.P_drop": "pdrop", "corpus": "",
-               "model.pointer_id": "pointer"}
-
-
-@dataclass(frozen=True)
-class Setting:
-    """A variation of an experiment: `changes` are the KEY=VALUE pairs that
-    `train --set` takes (`lr_factor`, `model.P_drop`, ...), `name` names its run
-    folder and its records."""
-    name: str
-    changes: dict
-
-    @classmethod
-    def of(cls, changes: dict, name: str | None = None) -> "Setting":
-        """A setting of `changes`, named for them unless `name` is given."""
-        order = [f.name for f in dataclasses.fields(Profile)] + [
-            f"model.{f.name}" for f in dataclasses.fields(TransformerConfig)]
-        changes = dict(sorted(changes.items(), key=lambda kv: (
-            order.index(kv[0]) if kv[0] in order else len(order), kv[0])))
-        return cls(name or "-".join(f"{SHORT_NAMES.get(k, k.split('.')[-1])}{v}"
-                                    for k, v in changes.items()), changes)
-
-    @classmethod
-    def parse(cls, items: Iterable[str], name: str | None = None) -> "Setting":
-        """['lr_factor=0.125', 'model.P_drop=0.0'] -> a Setting."""
-        return cls.of(parse_items(list(items)), name)
-
-    def apply(self, profile: Profile) -> Profile:
-        """`profile` with the changes, each checked against its field."""
-        return profile.replace(**checked_changes(self.changes, profile))
-
-    def without(self, *keys: str) -> "Setting":
-        """The same setting less some of its changes (renamed for what is left)."""
-        return Setting.of({k: v for k, v in self.changes.items() if k not in keys})
-
-
 def pilot(settings: list[Setting], trial: Callable[[Setting], dict],
           choose: Callable[[dict[str, dict]], dict | None], rule: str,
           results: str | Path, try_now: Iterable[str] | None = None,
@@ -244,3 +206,79 @@ def chosen_setting(results: str | Path, settings: list[Setting]) -> Setting | No
         raise ValueError(f"{path} does not exist: the pilot has not chosen yet")
     chosen = json.loads(path.read_text())["chosen"]
     return chosen and next(s for s in settings if s.name == chosen["setting"])
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """A choice among `settings` by `rule`, fixed before any of them trains; `choose`
+    applies it to the records of the settings that are not `variants`. `name`
+    suffixes the folders of its runs and records ('' for a first pilot); `after` is
+    the pilot whose choice this one starts from."""
+    name: str
+    settings: tuple[Setting, ...]
+    rule: str
+    choose: Callable[[dict[str, dict]], dict | None]
+    variants: tuple[str, ...] = ()
+    after: "Pilot | None" = None
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.settings]
+
+    def folder(self, base: str | Path) -> Path:
+        """This pilot's folder, named beside `base` (the first pilot's)."""
+        base = Path(base)
+        return base.with_name(f"{base.name}-{self.name}") if self.name else base
+
+    def start(self, results: str | Path) -> tuple[Setting, dict] | None:
+        """The choice this pilot starts from, with its record; None for a first
+        pilot. ValueError while that choice is not made."""
+        if self.after is None:
+            return None
+        chosen = self.after.chosen(results)
+        if chosen is None:
+            raise ValueError(f"the pilot it starts from chose nothing "
+                             f"({self.after.folder(results) / 'results.json'})")
+        folder = self.after.folder(results)
+        return chosen, json.loads((folder / f"{chosen.name}.json").read_text())
+
+    def grid(self, results: str | Path) -> list[Setting]:
+        """Its settings, each with the changes of the choice it starts from."""
+        start = self.start(results)
+        base = start[0].changes if start else {}
+        return [Setting.of(base | s.changes, s.name) for s in self.settings]
+
+    def run(self, trial: Callable[[Setting], dict], results: str | Path,
+            try_now: Iterable[str] | None = None) -> dict | None:
+        """Try the settings (transformer.rounds.pilot) in its folder beside `results`;
+        the choice once the rule can make it, else None."""
+        start = self.start(results)
+        choose = self.choose if start is None else (
+            lambda records: self.choose({start[0].name: start[1], **records}))
+        return pilot(self.grid(results), trial, choose, self.rule, self.folder(results),
+                     try_now, self.variants)
+
+
+    def chosen(self, results: str | Path) -> Setting | None:
+        """The setting it chose (its start's own, where that won), or None where it chose
+        none; ValueError before it has chosen."""
+        start = self.start(results)
+        settings = self.grid(results) + ([start[0]] if start else [])
+        return chosen_setting(self.folder(results), settings)
+
+
+    def continue_into(self, run: str | Path, runs: str | Path, setting: Setting
+                      ) -> None:
+        """Begin `run` (and its selection, RUN-select) with the pilot's run of `setting`
+        in its folder beside `runs`: a copy, made once, so that the pilot's rounds are the
+        run's first and the pilot's own run is left as its record says."""
+        run, source = Path(run), self.folder(runs) / setting.name
+        if not source.is_dir():
+            raise ValueError(f"{source} does not exist: the pilot has not trained "
+                             f"{setting.name}")
+        if run.exists():
+            return
+        with run_lock(source):
+            shutil.copytree(source, run, ignore=shutil.ignore_patterns(LOCK))
+            shutil.copytree(source.with_name(source.name + "-select"),
+                            run.with_name(run.name + "-select"))

@@ -12,7 +12,7 @@ import argparse
 import contextlib
 import signal
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO, overload
 
@@ -20,10 +20,10 @@ from transformer import decode
 from transformer.checkpoint import CheckpointError
 from transformer.cli import check_writable, length_penalty_alpha, positive_int
 from transformer.data import Vocab, atomic_file, decode_line, read_lines
-from transformer.decode import ALPHA, BEAM, TOO_LONG, TooLong, check_search
+from transformer.decode import (ALPHA, BEAM, TOO_LONG, Engine, ModelEngine, TooLong,
+                                check_search)
 from transformer.deploy import CTranslate2Model
 from transformer.machine import resolve_device
-from transformer.model import Transformer
 from transformer.run import SHIPPED_MODEL, load_model
 
 
@@ -37,14 +37,16 @@ class Translator:
         .translate("A dog runs.") -> str;  .translate([...]) -> list of str
     """
 
-    def __init__(self, model: Transformer | CTranslate2Model, vocab: Vocab,
-                 beam_size: int = BEAM, alpha: float = ALPHA, batch_tokens: int = 20000,
-                 source: str | None = None):
+    def __init__(self, engine: Engine, beam_size: int = BEAM, alpha: float = ALPHA,
+                 batch_tokens: int = 20000, source: str | None = None):
         check_search(beam_size, alpha, batch_tokens)
-        # a Transformer, or a CTranslate2Model (which carries its own vocabulary)
-        self.model = model.eval() if isinstance(model, Transformer) else model
-        self.vocab, self.source = vocab, source
+        # the PyTorch model (decode.ModelEngine) or a CTranslate2Model: one interface
+        self.engine, self.source = engine, source
         self.beam_size, self.alpha, self.batch_tokens = beam_size, alpha, batch_tokens
+
+    @property
+    def vocab(self) -> Vocab:
+        return self.engine.vocab
 
     @classmethod
     def from_run(cls, path: str | Path | None = None, average_last: int | None = None,
@@ -66,65 +68,56 @@ class Translator:
         if (path / "model.bin").is_file():
             if resolve_device(device).type != "cpu":
                 raise ValueError("a CTranslate2 export translates on the CPU here")
-            engine = CTranslate2Model(path)
-            return cls(engine, engine.vocab, source=f"{path} (CTranslate2)", **settings)
+            return cls(CTranslate2Model(path), source=f"{path} (CTranslate2)",
+                       **settings)
         model, vocab, used = load_model(path, average_last, resolve_device(device))
         name = ("the shipped model, results/multi30k-cpu/model.pt"
                 if path == SHIPPED_MODEL else f"{path} ({', '.join(used)})")
-        return cls(model, vocab, source=name, **settings)
+        return cls(ModelEngine(model.eval(), vocab), source=name, **settings)
 
     # translate (written below) gives a str for a str, and a list for a list
     @overload
     def translate(self, sentences: str, progress: bool = False,
-                  too_long: str = "error") -> str: ...
+                  too_long: str = "error", report: Callable | None = None) -> str: ...
     @overload
     def translate(self, sentences: Iterable[str], progress: bool = False,
-                  too_long: str = "error") -> list[str]: ...
+                  too_long: str = "error", report: Callable | None = None
+                  ) -> list[str]: ...
 
     # and so does nbest: one list of (text, score) for a str, a list of them for a list
     @overload
-    def nbest(self, sentences: str, n: int,
-              too_long: str = "error") -> list[tuple[str, float]]: ...
+    def nbest(self, sentences: str, n: int, too_long: str = "error",
+              report: Callable | None = None) -> list[tuple[str, float]]: ...
     @overload
-    def nbest(self, sentences: Iterable[str], n: int,
-              too_long: str = "error") -> list[list[tuple[str, float]]]: ...
+    def nbest(self, sentences: Iterable[str], n: int, too_long: str = "error",
+              report: Callable | None = None) -> list[list[tuple[str, float]]]: ...
 
     def translate(self, sentences: str | Iterable[str], progress: bool = False,
-                  too_long: str = "error") -> str | list[str]:
+                  too_long: str = "error", report: Callable[[int, int], None] | None = None
+                  ) -> str | list[str]:
         """One sentence (a str) -> its translation; a list of sentences -> a list of
         translations, in order. Blank lines translate to empty lines. A sentence longer
         than the model's positions raises TooLong, unless too_long is "truncate" or
-        "skip" (an empty translation)."""
-        if isinstance(self.model, Transformer):
-            return decode.translate(self.model, self.vocab, sentences, self.beam_size,
-                                    self.alpha, batch_tokens=self.batch_tokens,
-                                    progress=progress, too_long=too_long)
-        return self.model.translate(sentences, self.beam_size, self.alpha,
-                                    batch_tokens=self.batch_tokens, too_long=too_long)
+        "skip" (an empty translation; report(index, tokens) hears of each)."""
+        return decode.translate_text(self.engine, sentences, self.beam_size, self.alpha,
+                                     batch_tokens=self.batch_tokens, progress=progress,
+                                     too_long=too_long, report=report)
 
 
-    def nbest(self, sentences: str | Iterable[str], n: int, too_long: str = "error"
+    def nbest(self, sentences: str | Iterable[str], n: int, too_long: str = "error",
+              report: Callable[[int, int], None] | None = None
               ) -> list[tuple[str, float]] | list[list[tuple[str, float]]]:
         """A sentence's n best translations as (text, score), best first; for a list of
         sentences, a list of those. The score is what the search ranked them by
         (log-probability over the length penalty)."""
-        one = isinstance(sentences, str)        # a str is one sentence, not its characters
-        batch = [sentences] if one else list(sentences)
-        if isinstance(self.model, Transformer):
-            found = decode.translate(self.model, self.vocab, batch, self.beam_size,
-                                     self.alpha, batch_tokens=self.batch_tokens,
-                                     progress=False, too_long=too_long, nbest=n)
-        else:
-            found = self.model.translate(batch, self.beam_size, self.alpha,
-                                         batch_tokens=self.batch_tokens,
-                                         too_long=too_long, nbest=n)
-        return found[0] if one else found
+        return decode.translate_text(self.engine, sentences, self.beam_size, self.alpha,
+                                     batch_tokens=self.batch_tokens, too_long=too_long,
+                                     nbest=n, report=report)
 
     @property
     def max_len(self) -> int:
         """The model's positions: a source of max_len tokens or more does not fit."""
-        return (self.model.cfg.max_len if isinstance(self.model, Transformer)
-                else self.model.max_len)
+        return self.engine.max_len
 
 
     def __repr__(self):
@@ -163,19 +156,18 @@ def write_translations(translator: Translator, lines: list[str], first: int,
     results to `out`, flushed: a line each, or with nbest, n rows of "line<TAB>score
     <TAB>translation" per line (a blank or skipped line gives one row without a
     score)."""
-    for k, pieces in enumerate(translator.vocab.encode(lines)):
-        if len(pieces) + 1 >= translator.max_len and too_long != "error":
-            print(f"line {first + k}: {len(pieces) + 1} pieces, the model accepts "
-                  f"fewer than {translator.max_len}: "
-                  f"{'truncated' if too_long == 'truncate' else 'left untranslated'}",
-                  file=sys.stderr)
+    def report(k, tokens):
+        print(f"line {first + k}: {tokens} pieces, the model accepts fewer than "
+              f"{translator.max_len}: "
+              f"{'truncated' if too_long == 'truncate' else 'left untranslated'}",
+              file=sys.stderr)
     if nbest:
-        for k, found in enumerate(translator.nbest(lines, nbest, too_long)):
+        for k, found in enumerate(translator.nbest(lines, nbest, too_long, report)):
             for text, score in found or [("", None)]:
                 print(f"{first + k}\t{'' if score is None else f'{score:.4f}'}\t{text}",
                       file=out)
     else:
-        for hyp in translator.translate(lines, progress, too_long):
+        for hyp in translator.translate(lines, progress, too_long, report):
             print(hyp, file=out)
     out.flush()
 

@@ -5,11 +5,11 @@ converged one with its pilot, its protocol, each row's budget, the diagnoses out
 protocol (settings, chapter 6.1), and the command that runs them (paper section 6.2)."""
 
 __all__ = [
-    "SWEEP", "row_profile", "run_row", "LONG", "PILOT_LR", "PILOT_EPOCHS", "PILOT_RULE",
-    "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN", "CURVE_KEYS", "data_size", "train_epochs",
-    "plateaued", "choose_budget", "decide_protocol", "PROTOCOL", "diagnosis", "records_dir",
-    "run_row_epochs", "converged_sweep", "EXAMPLES", "build_parser", "asked_setting", "list_runs",
-    "short_sweep", "main",
+    "SWEEP", "row_profile", "run_row", "LONG", "PILOT_LR", "PILOT_EPOCHS", "PILOT_RULE", "by_bleu",
+    "RATE_PILOT", "MIN_EPOCHS", "MAX_EPOCHS", "PLATEAU_GAIN", "CURVE_KEYS", "data_size",
+    "train_epochs", "plateaued", "choose_budget", "decide_protocol", "PROTOCOL", "diagnosis",
+    "records_dir", "parameter_count", "run_row_epochs", "converged_sweep", "EXAMPLES",
+    "build_parser", "asked_setting", "list_runs", "short_sweep", "main",
 ]
 
 import argparse
@@ -29,8 +29,8 @@ from transformer.data import BatchStream, Vocab
 from transformer.distributed import Runtime, StopRequest, keep_freed_memory
 from transformer.model import Transformer, TransformerConfig
 from transformer.paper import TABLE3
-from transformer.profiles import PROFILES, Profile
-from transformer.rounds import Setting, budget, chosen_setting, pilot, train_in_rounds
+from transformer.profiles import PROFILES, Profile, Setting
+from transformer.rounds import Pilot, budget, train_in_rounds
 from transformer.run import VOCAB, RunInUse, prepare_data, take_run
 from transformer.runlog import machines_of, write_record
 from transformer.table3 import (LONG_SCALE, ROWS, SCALE, WIDTHS, claims_first,
@@ -86,6 +86,18 @@ PILOT_LR = (0.125, 0.25, 0.5, 1.0)   # lr_factor candidates, tried on the base r
 PILOT_EPOCHS = 8                     # about 900 steps: well past the warm-up
 PILOT_RULE = (f"the lr_factor whose base-row run has the highest dev BLEU after "
               f"{PILOT_EPOCHS} epochs (the smaller rate of equals)")
+
+
+# BLEU, not perplexity: a decoder that has not learnt to read its source can still
+# model German well enough to win on perplexity (the page measures it)
+def by_bleu(records: dict[str, dict]) -> dict:
+    """PILOT_RULE applied to the rates' records: the first of the highest last BLEU."""
+    return {"setting": max(records, key=lambda s: records[s]["dev_curve"][-1][
+        "dev_bleu"])}
+
+
+RATE_PILOT = Pilot("", tuple(Setting.of({"lr_factor": lr}) for lr in PILOT_LR),
+                   PILOT_RULE, by_bleu)
 MIN_EPOCHS, MAX_EPOCHS = 10, 60
 PLATEAU_GAIN = 0.02              # less than 2% better over the last fifth: levelled off
 # what a record keeps of each epoch
@@ -159,7 +171,7 @@ def decide_protocol(runs_dir: str | Path, results_dir: str | Path,
                     progress: bool, log: Callable[[str], None], command: str | None
                    ) -> dict:
     base = row_profile("base", 1, LONG, LONG_SCALE)
-    rates = [Setting.of({"lr_factor": lr}) for lr in PILOT_LR]
+    rates = RATE_PILOT.settings
     # the data, prepared in the first rate's run folder
     size = data_size(base, Path(runs_dir) / f"{base.name}-{rates[0].name}", data_root)
 
@@ -173,15 +185,9 @@ def decide_protocol(runs_dir: str | Path, results_dir: str | Path,
                 "run": f"{base.name}-{setting.name}",
                 "dev_curve": epochs(setting, PILOT_EPOCHS)[:PILOT_EPOCHS]}
 
-    # BLEU, not perplexity: a decoder that has not learnt to read its source can still
-    # model German well enough to win on perplexity (the page measures it)
-    def by_bleu(records):
-        return {"setting": max(records, key=lambda s: records[s]["dev_curve"][-1][
-            "dev_bleu"])}
-
     pilots = Path(results_dir) / "pilot"
-    pilot(rates, trial, by_bleu, PILOT_RULE, pilots)
-    chosen = chosen_setting(pilots, rates)
+    RATE_PILOT.run(trial, pilots)
+    chosen = RATE_PILOT.chosen(pilots)
     curve = epochs(chosen, MAX_EPOCHS, plateaued)
     protocol = {
         "scale": LONG_SCALE, "steps_per_epoch": size[0], "vocab": size[1],
@@ -204,22 +210,34 @@ def decide_protocol(runs_dir: str | Path, results_dir: str | Path,
 PROTOCOL = Setting.of({})
 
 
-def diagnosis(protocol: dict, setting: Setting = PROTOCOL) -> Setting:
+def diagnosis(protocol: dict, setting: Setting = PROTOCOL,
+              epochs: int | None = None) -> Setting:
     """What takes a run outside the protocol, to diagnose a row: `setting`'s changes
-    to the row's profile (`lr_factor=0.125`, `model.P_drop=0.0`, and `epochs=N` for
-    a number of epochs instead of the row's budget), less a learning-rate factor that
-    is the protocol's own. Its name ('lr0.125', 'pdrop0.1-epochs60') suffixes the
-    runs and names the folder of their records; '' for the protocol itself."""
+    to the row's profile (`lr_factor=0.125`, `model.P_drop=0.0`), less a learning-rate
+    factor that is the protocol's own, trained for `epochs` instead of the row's
+    budget where given. Its name ('lr0.125', 'pdrop0.1-epochs60') suffixes the runs
+    and names the folder of their records; '' for the protocol itself."""
     same = setting.changes.get("lr_factor") == protocol["chosen"]["lr_factor"]
-    return setting.without("lr_factor") if same else setting
+    changes = setting.without("lr_factor") if same else setting
+    if epochs is None:
+        return changes
+    return Setting("-".join(filter(None, (changes.name, f"epochs{epochs}"))),
+                   changes.changes)
 
 
-def records_dir(results: str | Path, protocol: dict, setting: Setting = PROTOCOL
-               ) -> Path:
+def records_dir(results: str | Path, protocol: dict, setting: Setting = PROTOCOL,
+                epochs: int | None = None) -> Path:
     """Where a run's record goes: `results` under the protocol; a diagnosis of a row
     has its records in results/<its name>, where no verdict of the sweep reads them."""
-    name = diagnosis(protocol, setting).name
+    name = diagnosis(protocol, setting, epochs).name
     return Path(results) / name if name else Path(results)
+
+
+def parameter_count(cfg: TransformerConfig, vocab: int) -> int:
+    """The parameters of a model of `cfg`, counted without building its weights (on
+    the meta device, which allocates nothing)."""
+    with torch.device("meta"):
+        return Transformer(cfg, vocab).num_parameters()
 
 
 def run_row_epochs(row: str, seed: int, protocol: dict,
@@ -228,21 +246,23 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
                    data_root: str | Path | None = None,
                    dev_sentences: int | None = None, progress: bool = True,
                    command: str | None = None, log: Callable[[str], None] = print,
-                   setting: Setting = PROTOCOL) -> dict:
-    """Train (or resume) one row for its budget of epochs, with a dev point per epoch;
-    write and return its record. The base row's first seed is the protocol's own run,
-    whose first epochs it reads. A diagnosis (`setting`: see `diagnosis`) trains a
-    run named for it (as the pilot's runs are for their rates), continues such a run
-    if there is one, and its record names the changes (`outside_protocol`)."""
+                   setting: Setting = PROTOCOL, epochs: int | None = None) -> dict:
+    """Train (or resume) one row for its budget of epochs (or `epochs`), with a dev
+    point per epoch; write and return its record. The base row's first seed is the
+    protocol's own run, whose first epochs it reads. A diagnosis (`setting` and
+    `epochs`: see `diagnosis`) trains a run named for it (as the pilot's runs are for
+    their rates), continues such a run if there is one, and its record names the
+    changes (`outside_protocol`)."""
     out = record_path(results_dir, row, seed)
     if out.exists():
         return json.loads(out.read_text())
-    changes = diagnosis(protocol, setting)
+    changes = diagnosis(protocol, setting, epochs)
     base = LONG.replace(lr_factor=protocol["chosen"]["lr_factor"])
-    profile = changes.without("epochs").apply(row_profile(row, seed, base, LONG_SCALE))
+    profile = changes.apply(row_profile(row, seed, base, LONG_SCALE))
     if changes.name:
         profile = profile.replace(name=f"{profile.name}-{changes.name}")
-    epochs = changes.changes.get("epochs", row_epochs(row, protocol))
+    outside = changes.changes | ({"epochs": epochs} if epochs else {})
+    epochs = epochs or row_epochs(row, protocol)
     run = Path(runs_dir) / profile.name
     # the machines it trained on, from the run folder: none for the protocol's own run
     trained_on = {}
@@ -260,30 +280,31 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
         "paper": TABLE3[row], "epochs": curve[-1]["epoch"], "steps": curve[-1]["step"],
         "dev_ppl": curve[-1]["dev_ppl"], "dev_bleu": curve[-1]["dev_bleu"],
         "dev_curve": [{k: p[k] for k in CURVE_KEYS} for p in curve],
-        "parameters": Transformer(cfg, protocol["vocab"]).num_parameters(),
+        "parameters": parameter_count(cfg, protocol["vocab"]),
         "train_minutes": curve[-1]["train_minutes"],
         "eval_minutes": round(sum(p["eval_minutes"] for p in curve), 2),
         "profile": asdict(profile), **trained_on,
-        **({"outside_protocol": changes.changes} if changes.name else {}),
+        **({"outside_protocol": outside} if changes.name else {}),
     }
     return write_record(out, record, command)
 
 
 def converged_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str | Path,
                     data_dir: str | Path | None, command: str | None,
-                    setting: Setting = PROTOCOL) -> None:
+                    setting: Setting = PROTOCOL, epochs: int | None = None) -> None:
     """The protocol, then every (row, seed) of plan and the second seeds the records
     ask for, the rows of the paper's claims first; each run resumes where it was
     stopped. Once the protocol is decided, several processes can share the sweep: each
     takes the first run that no other process holds. With a `setting` that changes
-    the protocol (a diagnosis), the runs of plan alone, so changed, apart from it."""
+    the protocol (a diagnosis, `epochs` too), the runs of plan alone, so changed,
+    apart from it."""
     protocol = choose_budget(runs, results, data_dir, command=command)
-    changes = diagnosis(protocol, setting)
-    out = records_dir(results, protocol, setting)
+    changes = diagnosis(protocol, setting, epochs)
+    out = records_dir(results, protocol, setting, epochs)
     suffix = f"-{changes.name}" if changes.name else ""
     print(f"budget: {protocol['budget_epochs']} epochs of {protocol['steps_per_epoch']}"
           f" steps, lr_factor {protocol['chosen']['lr_factor']}" + (
-              f"; outside the protocol: {changes.changes} (records in {out})"
+              f"; outside the protocol: {changes.name} (records in {out})"
               if changes.name else ""), flush=True)
     while True:
         # the rows the paper's claims compare come first (second seeds included), so
@@ -299,7 +320,8 @@ def converged_sweep(plan: list[tuple[str, int]], runs: str | Path, results: str 
                     print(f"row {row}, seed {seed} ({len(todo)} without a record)",
                           flush=True)
                     record = run_row_epochs(row, seed, protocol, runs, out, data_dir,
-                                            command=command, setting=setting)
+                                            command=command, setting=setting,
+                                            epochs=epochs)
                 break
             except RunInUse:
                 busy += 1                   # another process is training it
@@ -361,31 +383,33 @@ def build_parser() -> argparse.ArgumentParser:
 def asked_setting(parser: argparse.ArgumentParser, args: argparse.Namespace
                  ) -> Setting:
     """The diagnosis the command asks for, as one Setting (--lr-factor and --p-drop
-    are aliases of --set; --epochs adds epochs=N). Refused (parser.error) without
-    named rows or with --short, and with a change no run could train with."""
-    aliases = {"lr_factor": args.lr_factor, "model.P_drop": args.p_drop,
-               "epochs": args.epochs}
+    are aliases of --set; --epochs is the recipe's, apart). Refused (parser.error)
+    without named rows or with --short, and with a change no run could train with."""
+    aliases = {"lr_factor": args.lr_factor, "model.P_drop": args.p_drop}
     items = args.set + [f"{k}={v!r}" for k, v in aliases.items() if v is not None]
-    if items and (args.short or not args.rows):
+    if (items or args.epochs) and (args.short or not args.rows):
         parser.error("--set, --epochs, --lr-factor and --p-drop diagnose rows of the "
                      "long sweep: name them, without --short")
     try:
         setting = Setting.parse(items)
+        if "epochs" in setting.changes:
+            raise ValueError("the epochs are the recipe's, not the profile's: "
+                             "--epochs N")
         # every change checked, on a row's profile, before anything starts
-        positive_int(str(setting.changes.get("epochs", 1)))
-        setting.without("epochs").apply(row_profile("base", 1, LONG, LONG_SCALE))
-    except (ValueError, argparse.ArgumentTypeError) as err:
+        setting.apply(row_profile("base", 1, LONG, LONG_SCALE))
+    except ValueError as err:
         parser.error(f"{' '.join(items)}: {err}")
     return setting
 
 
 def list_runs(plan: list[tuple[str, int]], results: str | Path,
-              setting: Setting = PROTOCOL) -> None:
+              setting: Setting = PROTOCOL, epochs: int | None = None) -> None:
     """Print whether each (row, seed) of plan, and each second seed the records ask
     for, has its record yet (a diagnosis's in its own folder: records_dir)."""
     protocol = Path(results) / "protocol.json"
-    if setting.changes and protocol.exists():
-        results = records_dir(results, json.loads(protocol.read_text()), setting)
+    if (setting.changes or epochs) and protocol.exists():
+        results = records_dir(results, json.loads(protocol.read_text()), setting,
+                              epochs)
     for row, seed in plan + second_seeds(load_records(results)):
         done = record_path(results, row, seed).exists()
         print(f"{row:5} seed {seed}: {'done' if done else 'to run'}")
@@ -414,12 +438,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(err))
     if args.threads:
         torch.set_num_threads(args.threads)
-    if setting.changes:
+    if setting.changes or args.epochs:
         # no noise seeds in a diagnosis, only seed 1 and the seeds named
         plan = [(row, seed) for row, seed in plan
                 if seed == 1 or f"{row}:{seed}" in args.rows]
     if args.list:
-        list_runs(plan, results, setting)
+        list_runs(plan, results, setting, args.epochs)
         return
     keep_freed_memory()
     command = " ".join(["python -m transformer.variations", *(argv or sys.argv[1:])])
@@ -431,7 +455,8 @@ def main(argv: list[str] | None = None) -> None:
         # a signal outside a training loop stops the sweep at once, even where SIGINT
         # came in ignored
         with StopRequest():
-            converged_sweep(plan, runs, results, args.data_dir, command, setting)
+            converged_sweep(plan, runs, results, args.data_dir, command, setting,
+                            args.epochs)
     except DownloadError as err:     # no corpus and no network: one line, not a trace
         sys.exit(f"error: {err}")
     except KeyboardInterrupt:
