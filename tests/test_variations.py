@@ -516,3 +516,18 @@ def test_a_run_leaves_the_collapse_at_the_first_epoch_below_the_threshold():
     assert table3.left_collapse(curve) == 3          # the threshold itself is collapsed
     assert table3.left_collapse(curve[:2]) is None
     assert table3.left_collapse(curve, below=0.995) == 1
+
+
+def test_a_row_s_last_dev_translations_are_the_ones_its_last_round_scored(tmp_path, monkeypatch):
+    """One translation of the dev set per round, none after: the scorer writes what it scores beside the
+    record, and the run's last round leaves its own there (no second model load to translate again)."""
+    from transformer import table3
+    calls = []
+    monkeypatch.setattr(table3, "table3_translations",
+                        lambda model, vocab, pairs: calls.append(model) or [f"{model} {s}" for s, _ in pairs])
+    monkeypatch.setattr(table3, "sacre_bleu", lambda hyps, refs: (1.0, "sig"))
+    keep = tmp_path / "out" / "C3-seed1.dev.txt"
+    score = table3.table3_dev_bleu([("a", "A"), ("b", "B")], keep)
+    for epoch in ("epoch1", "epoch2"):
+        assert score(epoch, None) == {"dev_bleu": 1.0, "dev_bleu_signature": "sig"}
+    assert keep.read_text().splitlines() == ["epoch2 a", "epoch2 b"] and calls == ["epoch1", "epoch2"]

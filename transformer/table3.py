@@ -7,9 +7,9 @@ paper's claims, and the order the sweep runs its rows in (paper section 6.2)."""
 __all__ = [
     "ROWS", "WIDTHS", "SCALE", "LONG_SCALE", "NOISE_SEEDS", "check_row", "scaled_config",
     "record_path", "load_records", "sweep_plan", "row_epochs", "seed_spread", "row_mean", "compare",
-    "left_collapse", "smallest_keys", "second_seeds", "table3_translations",
-    "write_dev_translations", "table3_dev_bleu", "claims_first", "CLAIMS", "claim_verdicts",
-    "claims_by_verdict", "verdict_table",
+    "left_collapse", "smallest_keys", "second_seeds", "table3_translations", "table3_dev_bleu",
+    "write_dev_translations", "claims_first", "CLAIMS", "claim_verdicts", "claims_by_verdict",
+    "verdict_table",
 ]
 
 import json
@@ -161,26 +161,31 @@ def table3_translations(model: Transformer, vocab: Vocab,
                      progress=False)
 
 
+def table3_dev_bleu(pairs: list[tuple[str, str]], keep: Path | None = None
+                    ) -> Callable[[Transformer, Vocab], dict]:
+    """Table 3's dev score of a model: BLEU of table3_translations over `pairs`,
+    sacreBLEU cased, to two decimals, with its signature. With `keep`, the
+    translations scored are written there, one a line, each round over the last, so
+    that the last round's are kept beside the record without translating again."""
+    def score(model, vocab):
+        hyps = table3_translations(model, vocab, pairs)
+        if keep is not None:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            write_lines(hyps, keep)
+        bleu, signature = sacre_bleu(hyps, [t for _, t in pairs])
+        return {"dev_bleu": round(bleu, 2), "dev_bleu_signature": signature}
+    return score
+
+
 def write_dev_translations(run: str | Path, path: Path, corpus: str,
                            data_root: str | Path | None = None,
                            dev_sentences: int | None = None) -> None:
-    """The run's last dev translations (its last checkpoint, Table 3's search), one a
-    line: what its last dev BLEU scored, kept beside its record to be re-scored."""
+    """The run's last dev translations (its last checkpoint, Table 3's search), for a
+    run whose rounds were all scored before its translations were kept."""
     model, vocab, _ = load_model(run, 1)
     pairs = load_split(corpus, "dev", data_root)[:dev_sentences]
     path.parent.mkdir(parents=True, exist_ok=True)
     write_lines(table3_translations(model, vocab, pairs), path)
-
-
-def table3_dev_bleu(pairs: list[tuple[str, str]]
-                    ) -> Callable[[Transformer, Vocab], dict]:
-    """Table 3's dev score of a model: BLEU of table3_translations over `pairs`,
-    sacreBLEU cased, to two decimals, with its signature."""
-    def score(model, vocab):
-        hyps = table3_translations(model, vocab, pairs)
-        bleu, signature = sacre_bleu(hyps, [t for _, t in pairs])
-        return {"dev_bleu": round(bleu, 2), "dev_bleu_signature": signature}
-    return score
 
 
 def claims_first(plan: list[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -116,20 +116,21 @@ def data_size(profile: Profile, run: str | Path, data_root: str | Path | None = 
 def train_epochs(profile: Profile, run: str | Path, epochs: int, epoch_steps: int,
                  data_root: str | Path | None = None, dev_sentences: int | None = None,
                  stop: Callable[[list[dict]], bool] | None = None,
-                 progress: bool = True, log: Callable[[str], None] = print
-                ) -> list[dict]:
+                 progress: bool = True, log: Callable[[str], None] = print,
+                 keep: Path | None = None) -> list[dict]:
     """Table 3's rounds: train `profile` into `run` one epoch (epoch_steps) at a time
     (rounds.train_in_rounds), up to `epochs` or until stop(curve), scoring each epoch's
     last checkpoint alone on the first `dev_sentences` dev pairs as Table 3 does
-    (table3_dev_bleu), with the encoder's similarity over the same sentences. Returns
-    the curve, kept in run/CURVE."""
+    (table3_dev_bleu, which writes the translations it scores to `keep`), with the
+    encoder's similarity over the same sentences. Returns the curve, kept in
+    run/CURVE."""
     pairs = load_split(profile.corpus, "dev", data_root)[:dev_sentences]
     rules = [budget(rounds=epochs)]
     if stop:
         rules.append(lambda curve: "dev perplexity levelled off" if stop(curve)
                      else None)
-    return train_in_rounds(profile, run, epoch_steps, table3_dev_bleu(pairs), rules,
-                           sentences=[s for s, _ in pairs], needs=CURVE_KEYS,
+    return train_in_rounds(profile, run, epoch_steps, table3_dev_bleu(pairs, keep),
+                           rules, sentences=[s for s, _ in pairs], needs=CURVE_KEYS,
                            data_root=data_root, progress=progress, log=log).curve
 
 
@@ -269,10 +270,14 @@ def run_row_epochs(row: str, seed: int, protocol: dict,
     if (row, seed) == ("base", 1) and not changes.name:
         curve = protocol["base_long"]["dev_curve"][:epochs]
     else:
+        kept = out.with_suffix(".dev.txt")
+        if kept.exists():         # an earlier record's, or a killed attempt's: not ours
+            kept.unlink()
         curve = train_epochs(profile, run, epochs, protocol["steps_per_epoch"],
-                             data_root, dev_sentences, progress=progress, log=log)
-        write_dev_translations(run, out.with_suffix(".dev.txt"), profile.corpus,
-                               data_root, dev_sentences)
+                             data_root, dev_sentences, progress=progress, log=log,
+                             keep=kept)
+        if not kept.exists():     # every round was scored before this call
+            write_dev_translations(run, kept, profile.corpus, data_root, dev_sentences)
         trained_on = {"trained_on": machines_of(run)}
     cfg = TransformerConfig.preset(row, **profile.model)
     record = {
