@@ -66,13 +66,13 @@ PAD = tdata.PAD
 def train_vocab(pairs, vocab_size, log=print):
     """Joint BPE of vocab_size pieces, or of the largest size the text supports (sentencepiece says which)."""
     try:
-        return tdata.train_bpe(pairs, vocab_size)
+        return tdata.train_vocab(pairs, vocab_size)
     except RuntimeError as err:
         match = re.search(r"<=\s*(\d+)", str(err))
         if "too high" not in str(err) or not match:
             raise
         log(f"note: the text supports at most {match.group(1)} BPE pieces, not {vocab_size}; using that")
-        return tdata.train_bpe(pairs, int(match.group(1)))
+        return tdata.train_vocab(pairs, int(match.group(1)))
 
 
 def encoded_corpus(corpus, vocab_size, max_len, bpe_pairs=None, clean_ratio=1.5, log=print):

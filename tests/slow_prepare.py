@@ -10,14 +10,14 @@ import transformer.train as trainer
 
 SLOW_S, TIMEOUT_S = 6, 3
 distributed.DIST_TIMEOUT = datetime.timedelta(seconds=TIMEOUT_S)
-learn_bpe = run.train_bpe
+learn_bpe = run.train_vocab
 
 
-def slow_train_bpe(*args, **kwargs):
+def slow_train_vocab(*args, **kwargs):
     print(f"slow preparation: {SLOW_S} s, process group timeout {TIMEOUT_S} s", flush=True)
     time.sleep(SLOW_S)
     return learn_bpe(*args, **kwargs)
 
 
-run.train_bpe = slow_train_bpe
+run.train_vocab = slow_train_vocab
 trainer.main(sys.argv[1:])

@@ -10,7 +10,7 @@ import sacrebleu
 import torch
 
 from transformer import Transformer, TransformerConfig
-from transformer.data import accumulation_steps, train_bpe
+from transformer.data import accumulation_steps, train_vocab
 from transformer.decode import beam_search, greedy_decode, length_penalty, translate
 from transformer.distributed import Runtime
 from transformer.embeddings import Embeddings
@@ -163,7 +163,7 @@ TOY_V = 8
 class HandSetModel(torch.nn.Module):
     """A stand-in for a trained Transformer whose next-token probabilities are written out by hand
     as a table keyed by the tokens produced so far. While decoding with a cache, it keeps its own prefix
-    where the real model keeps its keys ("self" / "k"), so the beam's reordering applies to it as well."""
+    there, and reorders it when the beam moves (reorder_cache), as the real model does its keys."""
 
     def __init__(self, table):
         super().__init__()
@@ -188,6 +188,11 @@ class HandSetModel(torch.nn.Module):
 
     def generator(self, states):
         return states
+
+    def reorder_cache(self, cache, rows, memory_rows=None):
+        entry = cache.get(0, {}).get("self", {})
+        if "k" in entry:
+            entry["k"] = entry["v"] = entry["k"].index_select(0, rows)
 
 
 SOURCE = torch.tensor([[9, 9, 9]])
@@ -238,7 +243,7 @@ def tiny_vocab():
     text = [("a dog runs in the park .", "ein Hund rennt im Park ."),
             ("two men play football .", "zwei Männer spielen Fußball ."),
             ("the E-Mail arrived today .", "die E-Mail kam heute an .")] * 30
-    return train_bpe(text, vocab_size=400)
+    return train_vocab(text, vocab_size=400)
 
 
 def test_load_model_averages_exactly_the_last_k_checkpoints(tmp_path, tiny_vocab):

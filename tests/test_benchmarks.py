@@ -124,9 +124,9 @@ def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
     from transformer import Transformer, TransformerConfig
     from transformer.run import save_checkpoint
     from transformer.corpora import load_split
-    from transformer.data import train_bpe
+    from transformer.data import train_vocab
     root = need_corpus("multi30k", "train", "test")
-    vocab = train_bpe(load_split("multi30k", "train", root)[:500], vocab_size=400)
+    vocab = train_vocab(load_split("multi30k", "train", root)[:500], vocab_size=400)
     cfg = TransformerConfig(N=1, d_model=16, d_ff=32, h=2, max_len=128)
     run = tmp_path / "run"
     save_checkpoint(run, 1, {"model": Transformer(cfg, len(vocab)).state_dict(), "model_config": asdict(cfg),

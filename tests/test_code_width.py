@@ -38,3 +38,12 @@ def test_exported_cells_are_short_and_follow_a_sentence(path):
     unled = [i for i in exported[1:] if nb.cells[i - 1].cell_type != "markdown"
              and "if __name__ == \"__main__\":" not in nb.cells[i].source]
     assert not unled, f"{path.name}: exported cells with no prose right before them: {unled}"
+
+
+# Chapter 7 reads every record the book holds; its cells, exported or not, come in pieces of at most
+# 60 lines, each under the sentence it serves, as the rest of the book's do.
+def test_chapter_7_reads_its_records_in_short_cells():
+    nb = nbformat.read(ROOT / "book" / "07_conclusion.ipynb", as_version=4)
+    long = [(i, len(cell.source.splitlines())) for i, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" and len(cell.source.splitlines()) > 60]
+    assert not long, f"chapter 7's cells over 60 lines (cell, lines): {long}"

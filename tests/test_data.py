@@ -7,7 +7,7 @@ from tests.conftest import need_corpus
 from transformer.corpora import fetch, load_split
 from transformer.data import (BOS, EOS, PAD, BatchStream, ParallelData, TokenArray, accumulation_steps, clean_pairs,
                               collate, encode_pairs, read_lines, read_parallel, token_batches,
-                              train_bpe)
+                              train_vocab)
 
 
 def write(path, text):
@@ -73,7 +73,7 @@ def test_multi30k_from_the_cache_directory():
 def vocab():
     need_corpus("multi30k", "dev")
     pairs = load_split("multi30k", "dev")
-    return train_bpe(pairs, vocab_size=500)
+    return train_vocab(pairs, vocab_size=500)
 
 
 def test_bpe_special_ids_and_lossless_round_trip(vocab):
@@ -174,15 +174,15 @@ def test_bpe_keeps_symbols_whole_and_refuses_a_symbol_with_a_space():
     pairs = [("the cat sat on the mat", "(S (NP XX XX )NP (VP XX )VP )S"),
              ("dogs run", "(S (NP XX )NP (VP XX )VP )S")] * 40
     symbols = sorted({w for _, t in pairs for w in t.split()})
-    vocab = train_bpe(pairs, vocab_size=300, symbols=symbols)
+    vocab = train_vocab(pairs, vocab_size=300, symbols=symbols)
     assert vocab.pieces(pairs[0][1]) == ["\u2581" + s for s in pairs[0][1].split()]
     assert vocab.decode(vocab.encode(pairs[0][1])) == pairs[0][1]
     # a word that starts with a symbol's letters is split after them, and still decodes
     assert vocab.pieces("XXL")[0] == "\u2581XX" and vocab.decode(vocab.encode("XXL")) == "XXL"
-    without = train_bpe(pairs, vocab_size=300)
+    without = train_vocab(pairs, vocab_size=300)
     assert len(without.pieces(pairs[0][1])) > len(pairs[0][1].split())
     with pytest.raises(ValueError, match="one word"):
-        train_bpe(pairs, vocab_size=300, symbols=["(S XX"])
+        train_vocab(pairs, vocab_size=300, symbols=["(S XX"])
 
 
 def test_a_word_vocabulary_gives_one_entry_per_word_and_the_rarest_none():
@@ -191,7 +191,7 @@ def test_a_word_vocabulary_gives_one_entry_per_word_and_the_rarest_none():
     from transformer.data import UNK
     pairs = [("the cat sat on the mat .", "(S (NP XX XX ) (VP XX ) XX )"),
              ("a dog runs fast .", "(S (NP XX XX ) (VP XX ) XX )")] * 30 + [("one rare word", "(X XX XX XX )")]
-    vocab = train_bpe(pairs, vocab_size=20, model_type="word")
+    vocab = train_vocab(pairs, vocab_size=20, model_type="word")
     ids = vocab.encode("the cat runs home .")
     assert len(ids) == 5 and ids[3] == UNK and UNK not in ids[:3]
     # sentencepiece itself writes a run of unknown words as one unknown id
@@ -199,7 +199,7 @@ def test_a_word_vocabulary_gives_one_entry_per_word_and_the_rarest_none():
         [vocab.encode("one")[0], UNK, UNK, UNK, UNK], vocab.encode("the cat")]
     assert len(vocab) <= 20 and not any(vocab.sp.is_byte(i) for i in range(len(vocab)))
     with pytest.raises(ValueError, match="model_type"):
-        train_bpe(pairs, vocab_size=20, model_type="char")
+        train_vocab(pairs, vocab_size=20, model_type="char")
 
 
 def test_a_run_folder_made_before_whole_target_words_still_resumes(tmp_path):

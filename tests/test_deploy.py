@@ -12,7 +12,7 @@ from tests.conftest import need_corpus
 from transformer import Transformer, TransformerConfig
 from transformer.run import save_checkpoint
 from transformer.corpora import load_split
-from transformer.data import BOS, EOS, PAD, train_bpe
+from transformer.data import BOS, EOS, PAD, train_vocab
 from transformer.decode import beam_search, greedy_decode
 
 from transformer.deploy import CTranslate2Model, ctranslate2_spec, export_ctranslate2, main
@@ -28,7 +28,7 @@ def sources():
 
 @pytest.fixture(scope="module")
 def vocab(sources):
-    return train_bpe([(s, s) for s in sources], vocab_size=500)
+    return train_vocab([(s, s) for s in sources], vocab_size=500)
 
 
 def make_run(folder, vocab, **overrides):
@@ -189,7 +189,7 @@ def test_bad_input_is_refused_with_the_reason(tmp_path, vocab, capsys):
     with pytest.raises(SystemExit):
         main([str(tmp_path / "empty"), str(tmp_path / "out")])
     assert "no checkpoints" in capsys.readouterr().err
-    other = train_bpe([("ein kleiner Hund", "a small dog")] * 50, vocab_size=300)
+    other = train_vocab([("ein kleiner Hund", "a small dog")] * 50, vocab_size=300)
     model = Transformer(TransformerConfig(N=1, d_model=8, d_ff=16, h=2), len(vocab))
     with pytest.raises(ValueError, match="vocabulary has 300 pieces but the model's embeddings have 500"):
         ctranslate2_spec(model, other)

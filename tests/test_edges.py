@@ -12,7 +12,7 @@ from tests.conftest import need_corpus
 from transformer import Transformer, TransformerConfig
 from transformer.checkpoint import save_model
 from transformer.run import load_model
-from transformer.data import read_lines, train_bpe
+from transformer.data import read_lines, train_vocab
 from transformer.decode import TooLong, translate
 from transformer.run import SHIPPED_MODEL
 from transformer.translate import Translator, main
@@ -163,7 +163,7 @@ def small_model(tmp_path_factory):
     need_corpus("multi30k", "dev")
     from transformer.corpora import load_split
     pairs = load_split("multi30k", "dev")[:300]
-    vocab = train_bpe(pairs, vocab_size=400)
+    vocab = train_vocab(pairs, vocab_size=400)
     model = Transformer(TransformerConfig(N=1, d_model=32, d_ff=64, h=4, max_len=64), len(vocab))
     path = tmp_path_factory.mktemp("model") / "small.pt"
     save_model(model, vocab, path)

@@ -8,7 +8,7 @@ import torch
 from tests.conftest import need_corpus
 from transformer.checkpoint import average_checkpoints
 from transformer.corpora import load_split
-from transformer.data import EOS, PAD, train_bpe
+from transformer.data import EOS, PAD, train_vocab
 from transformer.decode import translate
 from transformer.evaluate import evaluate_run, main, sacre_bleu, split_compounds, tokenized_bleu
 from transformer.run import load_model, save_checkpoint
@@ -40,7 +40,7 @@ def test_a_run_s_model_reads_each_checkpoint_once(tmp_path, monkeypatch):
     the ones before without reading it a second time."""
     from transformer import checkpoint as checkpoint_module
     from transformer import run as run_module
-    vocab = train_bpe([("a dog runs .", "ein hund läuft .")] * 20, vocab_size=300)
+    vocab = train_vocab([("a dog runs .", "ein hund läuft .")] * 20, vocab_size=300)
     cfg = TransformerConfig(N=1, d_model=8, d_ff=8, h=2, max_len=16)
     torch.manual_seed(0)
     for step in (1, 2, 3):
@@ -85,7 +85,7 @@ def test_compound_splitting():
 def test_translate_keeps_order_and_refuses_over_long_input():
     need_corpus("multi30k", "dev")
     torch.manual_seed(0)
-    vocab = train_bpe(load_split("multi30k", "dev")[:300], vocab_size=600)
+    vocab = train_vocab(load_split("multi30k", "dev")[:300], vocab_size=600)
     model = Transformer(TransformerConfig.preset("tiny", max_len=64), len(vocab)).eval()
     sentences = ["A dog.", "Two men are playing football in a large park today.", "Hi"]
     batch = translate(model, vocab, sentences, beam_size=2, max_extra=5, progress=False)
@@ -112,7 +112,7 @@ def finished_run(tmp_path, monkeypatch):
     (root / "multi30k" / "val.de").write_text("\n".join(REFERENCES) + "\n", encoding="utf-8")
     (root / "multi30k" / "test_2016_flickr.en").write_text("\n".join(SOURCES[:2]) + "\n", encoding="utf-8")
     (root / "multi30k" / "test_2016_flickr.de").write_text("\n".join(REFERENCES[:2]) + "\n", encoding="utf-8")
-    vocab = train_bpe(list(zip(SOURCES, REFERENCES)) * 20, vocab_size=300)
+    vocab = train_vocab(list(zip(SOURCES, REFERENCES)) * 20, vocab_size=300)
     run = tmp_path / "run"
     run.mkdir()
     (run / "profile.json").write_text(json.dumps({"corpus": "multi30k", "average_last": 2}))
@@ -239,7 +239,7 @@ def test_a_saved_model_loads_alone_with_its_vocabulary_and_tied_weights(tmp_path
     from transformer.checkpoint import CheckpointError
     from transformer.checkpoint import save_model
     need_corpus("multi30k", "dev")
-    vocab = train_bpe(load_split("multi30k", "dev")[:300], vocab_size=500)
+    vocab = train_vocab(load_split("multi30k", "dev")[:300], vocab_size=500)
     torch.manual_seed(0)
     model = Transformer(TransformerConfig.preset("tiny"), len(vocab)).eval()
     path = tmp_path / "model.pt"
@@ -269,7 +269,7 @@ def test_a_saved_model_loads_alone_with_its_vocabulary_and_tied_weights(tmp_path
 
 
 def test_translate_runs_the_readable_or_the_fast_decoders_to_the_same_tokens():
-    vocab = train_bpe(list(zip(SOURCES, REFERENCES)) * 20, vocab_size=300)
+    vocab = train_vocab(list(zip(SOURCES, REFERENCES)) * 20, vocab_size=300)
     torch.manual_seed(0)
     model = Transformer(TransformerConfig.preset("tiny", max_len=64), len(vocab)).eval()
     for beam in (1, 4):

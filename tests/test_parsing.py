@@ -438,11 +438,11 @@ SENTENCES = ["the cat sat on a mat .", "dogs run fast", "He gave up , then .", "
 
 @pytest.fixture(scope="module")
 def tree_vocab():
-    from transformer.data import train_bpe
+    from transformer.data import train_vocab
     pairs = [(" ".join(w), " ".join(t)) for w, t in map(linearize, TREES)]
     # as the trainer does: the target side's own words stay whole
     symbols = {s for _, t in pairs for s in t.split()} - {w for s, _ in pairs for w in s.split()}
-    return train_bpe(pairs * 30, vocab_size=310, symbols=sorted(symbols))
+    return train_vocab(pairs * 30, vocab_size=310, symbols=sorted(symbols))
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])
@@ -467,7 +467,7 @@ def test_constrained_decoding_writes_only_trees_over_the_words(tree_vocab, beam_
 def test_the_constraint_allows_every_gold_tree_and_refuses_a_plain_vocabulary(tree_vocab):
     import torch
 
-    from transformer.data import BOS, EOS, train_bpe
+    from transformer.data import BOS, EOS, train_vocab
     constraint = TreeConstraint(tree_vocab, max_extra=300)
     for tree in TREES:
         words, tokens = linearize(tree)
@@ -478,7 +478,7 @@ def test_the_constraint_allows_every_gold_tree_and_refuses_a_plain_vocabulary(tr
         # after the whole tree only the end; after the root's opening, never the end
         assert constraint.allowed(torch.tensor([ids[:-1]]), n)[0].nonzero().flatten().tolist() == [EOS]
         assert not constraint.allowed(torch.tensor([ids[:2]]), n)[0, EOS]
-    plain = train_bpe([(" ".join(w), " ".join(t)) for w, t in map(linearize, TREES)] * 30, vocab_size=300)
+    plain = train_vocab([(" ".join(w), " ".join(t)) for w, t in map(linearize, TREES)] * 30, vocab_size=300)
     with pytest.raises(ValueError, match="whole tree symbols"):
         TreeConstraint(plain, max_extra=300)
 

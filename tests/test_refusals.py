@@ -11,8 +11,8 @@ import torch
 
 from transformer import Transformer, TransformerConfig
 from transformer.checkpoint import MODEL_FORMAT, atomic_save, load_model_file, save_model
-from transformer.data import train_bpe
-from transformer.decode import TOO_LONG, TooLong, check_search, fit_lengths, reorder_cache
+from transformer.data import train_vocab
+from transformer.decode import TOO_LONG, TooLong, check_search, fit_lengths
 from transformer.cli import check_writable, length_penalty_alpha, write_lines
 from transformer.evaluate import check_parallel, sacre_bleu
 from transformer.run import CHECKPOINTS, PROFILE, load_model
@@ -23,7 +23,7 @@ PAIRS = [("a dog runs on the grass", "ein Hund rennt auf dem Gras"),
 
 @pytest.fixture(scope="module")
 def vocab():
-    return train_bpe(PAIRS, vocab_size=320)
+    return train_vocab(PAIRS, vocab_size=320)
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,10 @@ def test_the_smallest_settings_are_accepted():
 
 
 def test_reordering_a_cache_before_its_first_step_changes_nothing_but_the_source_mask():
+    from transformer.model import Transformer, TransformerConfig
+    model = Transformer(TransformerConfig.preset("tiny"), 20)
     cache = {0: {}, 1: {"self": {}}, "src_mask": torch.tensor([[True], [False], [True]])}
-    reorder_cache(cache, torch.tensor([2, 0]), torch.tensor([2, 0]))
+    model.reorder_cache(cache, torch.tensor([2, 0]), torch.tensor([2, 0]))
     assert cache[0] == {} and cache[1] == {"self": {}}
     assert cache["src_mask"].tolist() == [[True], [True]]
 

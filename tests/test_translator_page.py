@@ -283,9 +283,9 @@ def test_the_tokenizer_applies_the_normalisation_rule_as_sentencepiece_does(tmp_
     get the library's ids from the page."""
     from tests.conftest import need_corpus
     from transformer.corpora import load_split
-    from transformer.data import NORMALIZATION, train_bpe
+    from transformer.data import NORMALIZATION, train_vocab
     need_corpus("multi30k", "dev")
-    vocab = train_bpe(load_split("multi30k", "dev"), vocab_size=1000)
+    vocab = train_vocab(load_split("multi30k", "dev"), vocab_size=1000)
     assert NORMALIZATION == "nmt_nfkc"
     model = Transformer(TransformerConfig(N=1, d_model=8, d_ff=8, h=2, max_len=64), len(vocab))
     write_payload(web_payload(model, vocab, "float16"), tmp_path / "model.js")

@@ -176,3 +176,9 @@ class MultiHeadAttention(nn.Module):
         if isinstance(mask, str):
             mask = causal_mask(q.size(-2), q.device)
         return attention(q, k, v, mask)[1]
+
+    def reorder_cache(self, cache: dict, rows: torch.Tensor) -> None:
+        """Keep `rows` (in that order) of the keys and values cached by this attention."""
+        if "k" in cache:
+            cache["k"] = cache["k"].index_select(0, rows)
+            cache["v"] = cache["v"].index_select(0, rows)

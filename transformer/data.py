@@ -5,7 +5,7 @@ section 5.1)."""
 
 __all__ = [
     "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "atomic_file", "read_json",
-    "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "NORMALIZATION", "train_bpe",
+    "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "NORMALIZATION", "train_vocab",
     "atomic_write_bytes", "TokenArray", "ParallelData", "encode_pairs", "token_batches", "collate",
     "BatchStream", "split_batch", "accumulation_steps", "padded_length", "batch_shape",
 ]
@@ -200,11 +200,12 @@ class Vocab:
 NORMALIZATION = "nmt_nfkc"
 
 
-def train_bpe(pairs: list[tuple[str, str]], vocab_size: int,
+def train_vocab(pairs: list[tuple[str, str]], vocab_size: int,
               max_sentences: int = 4_000_000, seed: int = 0,
               symbols: Iterable[str] = (), normalization: str = NORMALIZATION,
               model_type: str = "bpe") -> Vocab:
-    """Learn one BPE vocabulary over both sides of `pairs`; returns a Vocab.
+    """Learn one vocabulary over both sides of `pairs` (BPE pieces, or whole words with
+    model_type "word"); returns a Vocab.
 
     `symbols`: words that must never be split (chapter 6.3's tree brackets): each is
     one entry of the vocabulary, matched at the start of a word (a longer word that

@@ -5,10 +5,9 @@ text with them (paper section 6.1)."""
 
 __all__ = [
     "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "decoding",
-    "simple_greedy_decode", "length_penalty", "reorder_cache", "end_at_limit", "simple_beam_search",
-    "best_finished", "sequence_logprob", "greedy_decode", "beam_search", "length_batches",
-    "TOO_LONG", "TooLong", "fit_lengths", "check_search", "Engine", "ModelEngine", "translate_text",
-    "translate",
+    "simple_greedy_decode", "length_penalty", "end_at_limit", "simple_beam_search", "best_finished",
+    "sequence_logprob", "greedy_decode", "beam_search", "length_batches", "TOO_LONG", "TooLong",
+    "fit_lengths", "check_search", "Engine", "ModelEngine", "translate_text", "translate",
 ]
 
 import contextlib
@@ -94,31 +93,6 @@ def length_penalty(length: int | float | torch.Tensor, alpha: float
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def reorder_cache(cache: dict, rows: torch.Tensor,
-                  memory_rows: torch.Tensor | None = None) -> None:
-    """Select `rows` of every self-attention key/value in a decoding cache (after the
-    beam moved), and of the words written so far where the model counts them
-    (chapter 3.6's pointer_id).
-
-    With memory_rows, also select those rows of the encoder-decoder keys/values and of
-    the source mask: the rows of the sentences that stay when finished ones leave the
-    batch."""
-    def select(part, index):
-        if "k" in part:
-            part["k"], part["v"] = (part["k"].index_select(0, index),
-                                    part["v"].index_select(0, index))
-
-    for entry in cache.values():
-        if isinstance(entry, dict):                 # one decoder layer's caches
-            select(entry.get("self", {}), rows)
-            if memory_rows is not None:
-                select(entry.get("cross", {}), memory_rows)
-    if "pointer" in cache:
-        cache["pointer"] = cache["pointer"].index_select(0, rows)
-    if memory_rows is not None and "src_mask" in cache:
-        cache["src_mask"] = cache["src_mask"].index_select(0, memory_rows)
-
-
 def end_at_limit(logp: torch.Tensor, at_limit: torch.Tensor, eos_id: int
                  ) -> torch.Tensor:
     """logp [B, k, V] with every token but </s> ruled out for the sentences at_limit
@@ -182,7 +156,7 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                                for j in range(k) if torch.isfinite(scores[b, j])],
                      "ended": ended[b], "done": bool(done[b])} for b in range(B)]})
             if use_cache:
-                reorder_cache(cache, rows)
+                model.reorder_cache(cache, rows)
             if done.all():
                 break
     return best_finished(finished, eos_id, pad, dev, nbest)
@@ -263,7 +237,7 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
                 alive, limit, memory, src, token, ys, prefix = (
                     x[keep] for x in (alive, limit, memory, src, token, ys, prefix))
                 if use_cache:
-                    reorder_cache(cache, keep, keep)
+                    model.reorder_cache(cache, keep, keep)
             if allowed is not None:
                 prefix = torch.cat([prefix, token[:, None]], dim=1)
             # with a cache only the newest token is fed; without, the whole prefix
@@ -326,20 +300,20 @@ def _next_beam(tokens: torch.Tensor, top_scores: torch.Tensor, top_beam: torch.T
     return scores, rows, tokens
 
 
-def _next_batch(keep: torch.Tensor, k: int, rows: torch.Tensor, cache: dict | None,
-                per_row: tuple[torch.Tensor, ...],
+def _next_batch(model: torch.nn.Module, keep: torch.Tensor, k: int, rows: torch.Tensor,
+                cache: dict | None, per_row: tuple[torch.Tensor, ...],
                 per_sentence: tuple[torch.Tensor, ...]
                 ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
     """The batch of the next step, after the beam moved to `rows` [b*k]: the cache (if
-    any) follows it, and only the sentences `keep` [b'] stay, with their k rows of each
+    any) follows it (model.reorder_cache), and only the sentences `keep` [b'] stay, with their k rows of each
     tensor in per_row [b*k, ...] and their entry of each in per_sentence [b, ...]."""
     if keep.numel() * k == rows.numel():      # every sentence goes on
         if cache is not None:
-            reorder_cache(cache, rows)
+            model.reorder_cache(cache, rows)
         return per_row, per_sentence
     keep_rows = (keep[:, None] * k + torch.arange(k, device=keep.device)).view(-1)
     if cache is not None:
-        reorder_cache(cache, rows[keep_rows], keep_rows)
+        model.reorder_cache(cache, rows[keep_rows], keep_rows)
     return tuple(x[keep_rows] for x in per_row), tuple(x[keep] for x in per_sentence)
 
 
@@ -401,7 +375,8 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
             if keep.numel() == 0:
                 break
             (tokens, memory, src_k), (alive, limit, scores) = _next_batch(
-                keep, k, rows, cache, (tokens, memory, src_k), (alive, limit, scores))
+                model, keep, k, rows, cache, (tokens, memory, src_k),
+                (alive, limit, scores))
     return finished.best_ids(eos_id)
 
 

@@ -81,6 +81,14 @@ class DecoderLayer(nn.Module):
             y, lambda y: self.cross_attn(y, memory, src_mask, cache=cross_cache))
         return self.sublayers[2](y, self.feed_forward)
 
+    def reorder_cache(self, cache: dict, rows: torch.Tensor,
+                      memory_rows: torch.Tensor | None = None) -> None:
+        """This layer's cache, its self-attention's for the hypotheses `rows` and, with
+        memory_rows, its encoder-decoder attention's for the sentences that stay."""
+        self.self_attn.reorder_cache(cache.get("self", {}), rows)
+        if memory_rows is not None:
+            self.cross_attn.reorder_cache(cache.get("cross", {}), memory_rows)
+
 
 class Encoder(nn.Module):
     """A stack of encoder layers (N = 6 in the paper); `norm` is the final LayerNorm of
@@ -115,3 +123,10 @@ class Decoder(nn.Module):
             y = layer(y, memory, src_mask, tgt_mask,
                       None if cache is None else cache.setdefault(i, {}))
         return self.norm(y)
+
+    def reorder_cache(self, cache: dict, rows: torch.Tensor,
+                      memory_rows: torch.Tensor | None = None) -> None:
+        """Every layer's cache (cache[i] for layer i), as DecoderLayer.reorder_cache."""
+        for i, layer in enumerate(self.layers):
+            if i in cache:
+                layer.reorder_cache(cache[i], rows, memory_rows)

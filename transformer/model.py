@@ -277,6 +277,17 @@ class Transformer(nn.Module):
         k = torch.minimum(k, last)
         return memory.gather(1, k[..., None].expand(-1, -1, memory.size(-1)))
 
+    def reorder_cache(self, cache: dict, rows: torch.Tensor,
+                      memory_rows: torch.Tensor | None = None) -> None:
+        """Keep the decoding state in `cache` of the hypotheses `rows` (in that order);
+        with memory_rows, also the source side of the sentences that stay in the batch
+        (after finished sentences leave it)."""
+        self.decoder.reorder_cache(cache, rows, memory_rows)
+        if "pointer" in cache:
+            cache["pointer"] = cache["pointer"].index_select(0, rows)
+        if memory_rows is not None and "src_mask" in cache:
+            cache["src_mask"] = cache["src_mask"].index_select(0, memory_rows)
+
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Source ids [B, S] and the target shifted right [B, T] (padding id cfg.pad_id)
         -> logits [B, T, V] for the next target token at every position (no softmax)."""

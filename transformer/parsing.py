@@ -359,7 +359,7 @@ class TreeConstraint:
                   if len(s) > 1 and s[0] == "(" and ")" + s[1:] in whole]
         if "XX" not in whole or not labels:
             raise ValueError("the vocabulary holds no whole tree symbols: learn it "
-                             "with whole_target_words (train_bpe's symbols)")
+                             "with whole_target_words (train_vocab's symbols)")
         self.V, self.xx, self.max_open_run = len(vocab), whole["XX"], max_open_run
         self.max_extra = max_extra
         self.is_open = torch.zeros(self.V, dtype=torch.bool)

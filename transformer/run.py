@@ -35,7 +35,7 @@ from transformer.checkpoint import (CheckpointError, UnreadableCheckpoint, atomi
                                     load_model_file)
 from transformer.corpora import load_split
 from transformer.data import (ParallelData, TokenArray, Vocab, atomic_file, clean_pairs,
-                              encode_pairs, read_json, train_bpe)
+                              encode_pairs, read_json, train_vocab)
 from transformer.model import Transformer, TransformerConfig
 from transformer.profiles import Profile
 
@@ -373,7 +373,7 @@ def prepare_data(profile: Profile, out_dir: str | Path, rt: "Runtime",
         symbols = (sorted({w for _, tgt in pairs for w in tgt.split()}
                           - {w for src, _ in pairs for w in src.split()})
                    if profile.whole_target_words else ())
-        vocab = train_bpe(pairs, profile.vocab_size, seed=profile.seed, symbols=symbols,
+        vocab = train_vocab(pairs, profile.vocab_size, seed=profile.seed, symbols=symbols,
                           model_type=profile.vocab_model)
         train, too_long = encode_pairs(vocab, pairs, profile.max_len)
         dev, _ = encode_pairs(vocab, load_split(profile.corpus, "dev", data_root))
