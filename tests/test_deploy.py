@@ -262,3 +262,15 @@ def test_both_engines_go_through_the_one_text_loop(shipped, monkeypatch):
         Translator(engine, beam_size=1).translate(too_long, too_long="skip",
                                                   report=lambda i, n: heard.append((type(engine).__name__, i)))
     assert heard == [("ModelEngine", 0), ("CTranslate2Model", 0)]
+
+
+def test_a_line_of_only_invisible_characters_is_blank_on_both_engines(shipped):
+    """A line of only a byte-order mark, a zero-width space or a direction mark made up a sentence on PyTorch
+    ("Ein Mann.") and gave an empty line on CTranslate2: the vocabulary drops those characters, so the line is
+    blank, and both engines translate it to an empty line, as they do a blank one."""
+    from transformer.decode import ModelEngine, translate_text
+    model, vocab, ct2, _ = shipped
+    lines = ["\ufeff", "\u200b", "\u200e", "\u200b \u200b", "A dog runs."]
+    for engine in (ModelEngine(model.eval(), vocab), ct2):
+        out = translate_text(engine, lines, beam_size=2)
+        assert out[:4] == ["", "", "", ""] and out[4], type(engine).__name__

@@ -382,3 +382,84 @@ def test_a_damaged_ctranslate2_model_is_one_line(small_model, tmp_path, capsys):
         code, err = run_main(translate_main, [str(ct2), "--input", str(src)], capsys)
         assert code not in (0, None) and "cannot be read by CTranslate2" in err, err
         assert "python -m transformer.deploy RUN_DIR" in err and "Traceback" not in err
+
+
+# ------------------------------------------ outputs that are not plain files (FIFOs, devices) --
+
+def test_an_output_that_is_a_fifo_or_a_device_is_written_into_and_stays_what_it_was(small_model, tmp_path,
+                                                                                  capsys):
+    """translate --output to a FIFO: its reader gets the translations, and the FIFO stays a FIFO (it was
+    replaced by a regular file, and its reader got nothing); to a character device (a copy of /dev/null,
+    where the user may make one): it stays a device."""
+    import stat
+    import threading
+    (tmp_path / "in.en").write_text(TWO, encoding="utf-8")
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text(encoding="utf-8")), daemon=True)
+    reader.start()
+    code, err = run_main(translate_main, [str(small_model), "--input", str(tmp_path / "in.en"), "--output",
+                                          str(fifo), "--beam", "1"], capsys)
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and len(got[0].splitlines()) == len(TWO.splitlines())
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device needs root")
+    code, err = run_main(translate_main, [str(small_model), "--input", str(tmp_path / "in.en"), "--output",
+                                          str(null), "--beam", "1"], capsys)
+    assert code == 0, err
+    assert stat.S_ISCHR(null.stat().st_mode) and not list(tmp_path.glob(".null.*"))
+
+
+def test_an_output_of_dev_stdout_is_standard_output(small_model, tmp_path):
+    """--output /dev/stdout (a link to the process's own standard output, here a pipe) writes there."""
+    (tmp_path / "in.en").write_text(TWO, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "transformer.translate", str(small_model), "--beam", "1",
+                           "--input", str(tmp_path / "in.en"), "--output", "/dev/stdout"], capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.decode().splitlines()) == len(TWO.splitlines())
+
+
+@pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"])
+def test_every_line_end_ends_a_line_in_a_file_and_in_a_pipe(small_model, tmp_path, capsys, monkeypatch, ending):
+    """A file with CR-only line ends (old Mac files) was read as one line: 3 sentences in, 1 translation out.
+    CR, CRLF and LF all end lines, from --input and from standard input alike, read in pieces or whole."""
+    import io
+    from transformer.translate import line_groups
+    three = ending.join([b"A dog runs.", b"Two men sit.", b"A girl sings."]) + ending
+    (tmp_path / "in.en").write_bytes(three)
+    code, err = run_main(translate_main, [str(small_model), "--input", str(tmp_path / "in.en"), "--output",
+                                          str(tmp_path / "out.de"), "--beam", "1"], capsys)
+    assert code == 0, err
+    assert len((tmp_path / "out.de").read_text(encoding="utf-8").splitlines()) == 3
+
+    class Trickle(io.BytesIO):      # a pipe that delivers a byte at a time: a CRLF split across reads
+        def read1(self, n=-1):
+            return self.read(1)
+    assert [line for _, group in line_groups(Trickle(three), "pipe") for line in group] == [
+        "A dog runs.", "Two men sit.", "A girl sings."]
+
+
+def test_a_folder_given_as_input_is_one_line(small_model, tmp_path, capsys):
+    code, err = run_main(translate_main, [str(small_model), "--input", str(tmp_path), "--beam", "1"], capsys)
+    assert code == 2 and "is a folder" in err and "Traceback" not in err
+
+
+def test_a_log_row_cut_short_is_dropped_when_the_run_resumes(tmp_path):
+    """After a full disk, dev_log.csv kept `30,...,21` where the value was 217.118: the last row of a file that
+    does not end with its line end is not whole, and a resume drops it with the rows after the checkpoint."""
+    from transformer.runlog import truncate_log
+    log = tmp_path / "dev_log.csv"
+    log.write_text("step,dev_ppl\r\n10,300.5\r\n20,250.25\r\n30,21", encoding="utf-8")
+    truncate_log(log, ["step", "dev_ppl"], 100)
+    assert log.read_text(encoding="utf-8").splitlines() == ["step,dev_ppl", "10,300.5", "20,250.25"]
+    log.write_text("step,loss,lr\r\n10,5.5,0.001\r\n20,4.5,", encoding="utf-8")   # fewer fields, cut
+    truncate_log(log, ["step", "loss", "lr"], 100)
+    assert log.read_text(encoding="utf-8").splitlines() == ["step,loss,lr", "10,5.5,0.001"]
+    truncate_log(log, ["step", "loss", "lr"], 5)                                     # after the checkpoint
+    assert log.read_text(encoding="utf-8").splitlines() == ["step,loss,lr"]

@@ -50,6 +50,11 @@ def check_writable(path: str | Path, reads: Iterable[str | Path] = ()) -> None:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name")
+    if path.exists() and not path.is_file():
+        # a FIFO or a device (/dev/null, /dev/stdout): written to, never replaced
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"cannot write {path}: permission denied")
+        return
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"cannot write {path}: {folder} is a file, not a folder")

@@ -82,8 +82,13 @@ def atomic_file(dest: str | Path, suffix: str = ".part") -> Iterator[Path]:
     temporary name is unique (".NAME.XXXXXXXX" + suffix), so two writers of the same
     `dest` never share it and no file of the user's is taken for it; it is removed
     either way. A link at `dest` is written through, and the file keeps its permissions.
+    A `dest` that is not a plain file (a FIFO, a device such as /dev/null, /dev/stdout)
+    is written to as it is, and never replaced.
     """
     dest = Path(dest)
+    if dest.exists() and not dest.is_file() and not dest.is_dir():
+        yield dest
+        return
     if dest.is_symlink():
         dest = dest.resolve()
     fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix, dir=dest.parent)

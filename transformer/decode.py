@@ -305,8 +305,9 @@ def _next_batch(model: torch.nn.Module, keep: torch.Tensor, k: int, rows: torch.
                 per_sentence: tuple[torch.Tensor, ...]
                 ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
     """The batch of the next step, after the beam moved to `rows` [b*k]: the cache (if
-    any) follows it (model.reorder_cache), and only the sentences `keep` [b'] stay, with their k rows of each
-    tensor in per_row [b*k, ...] and their entry of each in per_sentence [b, ...]."""
+    any) follows it (model.reorder_cache), and only the sentences `keep` [b'] stay,
+    with their k rows of each tensor in per_row [b*k, ...] and their entry of each in
+    per_sentence [b, ...]."""
     if keep.numel() * k == rows.numel():      # every sentence goes on
         if cache is not None:
             model.reorder_cache(cache, rows)
@@ -524,7 +525,9 @@ def translate_text(engine: Engine, sentences: str | Iterable[str],
     ids = fit_lengths([s + [EOS] for s in vocab.encode(sentences)], engine.max_len,
                       too_long, report)
     out = [[] if nbest else "" for _ in ids]
-    todo = [i for i, s in enumerate(ids) if s is not None and sentences[i].strip()]
+    # a line with no piece but </s> (blank, or only invisible characters such as a
+    # zero-width space, which the vocabulary's normalisation drops) translates to ""
+    todo = [i for i, s in enumerate(ids) if s is not None and len(s) > 1]
     batches = length_batches([len(ids[i]) for i in todo], beam_size, max_extra,
                              batch_tokens)
     for batch in tqdm(batches, desc="translating", disable=not progress, leave=False):

@@ -373,8 +373,8 @@ def prepare_data(profile: Profile, out_dir: str | Path, rt: "Runtime",
         symbols = (sorted({w for _, tgt in pairs for w in tgt.split()}
                           - {w for src, _ in pairs for w in src.split()})
                    if profile.whole_target_words else ())
-        vocab = train_vocab(pairs, profile.vocab_size, seed=profile.seed, symbols=symbols,
-                          model_type=profile.vocab_model)
+        vocab = train_vocab(pairs, profile.vocab_size, seed=profile.seed,
+                            symbols=symbols, model_type=profile.vocab_model)
         train, too_long = encode_pairs(vocab, pairs, profile.max_len)
         dev, _ = encode_pairs(vocab, load_split(profile.corpus, "dev", data_root))
         log(f"joint BPE vocabulary of {len(vocab)}; {too_long} pairs longer than "

@@ -10,6 +10,7 @@ __all__ = [
 ]
 
 import csv
+import io
 import json
 import os
 import platform
@@ -45,15 +46,19 @@ def command_line() -> str:
 
 
 def git_commit() -> str | None:
-    """The commit of the code this package was imported from, or None outside a git
-    checkout."""
+    """The commit of the code this package was imported from: git's, or, in an unpacked
+    source archive, the one its COMMIT file names; None for neither."""
     import subprocess
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                              text=True, cwd=REPOSITORY / "transformer",
-                              timeout=10).stdout.strip() or None
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                text=True, cwd=REPOSITORY / "transformer",
+                                timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return None
+        commit = ""
+    stamp = REPOSITORY / "COMMIT"
+    if not commit and stamp.is_file():
+        commit = stamp.read_text(encoding="utf-8").strip()
+    return commit if len(commit) == 40 else None
 
 
 # The code a record can come from. Changes elsewhere (the record being written, a
@@ -155,12 +160,16 @@ def append_log(path: Path, fields: list[str], row: dict) -> None:
 
 
 def truncate_log(path: Path, fields: list[str], step: int) -> None:
-    """Keep only rows up to `step`: the steps after the checkpoint will be run (and
-    logged) again."""
+    """Keep only whole rows up to `step`: the steps after the checkpoint will be run
+    (and logged) again, and a row cut short (a full disk, a kill while writing) is
+    not whole: the last one, if the file does not end with its line end."""
     if not path.exists():
         return
-    with open(path, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if int(r["step"]) <= step]
+    text = path.read_text(encoding="utf-8", errors="replace")
+    whole = text[:text.rfind("\n") + 1]
+    rows = [r for r in csv.DictReader(io.StringIO(whole, newline=""))
+            if None not in r.values() and r["step"].isdigit()
+            and int(r["step"]) <= step]
     with atomic_file(path, ".tmp") as tmp, open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()

@@ -4,12 +4,13 @@
 python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
-    "Translator", "line_groups", "write_translations", "output_to", "EXAMPLES", "build_parser",
-    "sigterm_as_interrupt", "main",
+    "Translator", "LINE_END", "line_groups", "read_input", "write_translations", "output_to",
+    "EXAMPLES", "build_parser", "sigterm_as_interrupt", "main",
 ]
 
 import argparse
 import contextlib
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -19,7 +20,7 @@ from typing import Any, BinaryIO, TextIO, overload
 from transformer import decode
 from transformer.checkpoint import CheckpointError
 from transformer.cli import check_writable, length_penalty_alpha, positive_int
-from transformer.data import Vocab, atomic_file, decode_line, read_lines
+from transformer.data import Vocab, atomic_file, decode_line
 from transformer.decode import (ALPHA, BEAM, TOO_LONG, Engine, ModelEngine, TooLong,
                                 check_search)
 from transformer.deploy import CTranslate2Model
@@ -125,21 +126,30 @@ class Translator:
                 f"alpha={self.alpha})")
 
 
+LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
 def line_groups(stream: BinaryIO, label: str, most: int = 256
                ) -> Iterator[tuple[int, list[str]]]:
     """The lines of a binary stream in groups of those that have arrived, at most `most`
     each: (number of the group's first line, counting from 1; its lines). A pipe that
-    delivers slowly is answered line by line, a fast one in batches. Lines break at
-    "\\n" only and are decoded as every line file of the package is
-    (data.decode_line)."""
+    delivers slowly is answered line by line, a fast one in batches. Lines end at
+    "\\n", "\\r\\n" or a lone "\\r" and nowhere else, and are decoded as every line file
+    of the package is (data.decode_line)."""
     pending, number = b"", 1
     while True:
         data = stream.read1(1 << 16)
         if data:
-            # the last piece is a line still arriving
-            *lines, pending = (pending + data).split(b"\n")
+            buffered = pending + data
+            # the last piece is a line still arriving; a CR at the very end may be
+            # the first half of a CRLF, so it waits for the next read
+            cut = len(buffered) - buffered.endswith(b"\r")
+            *lines, pending = LINE_END.split(buffered[:cut])
+            pending += buffered[cut:]
         else:
-            lines, pending = ([pending] if pending else []), b""
+            lines, pending = LINE_END.split(pending) if pending else [], b""
+            if lines and not lines[-1]:
+                lines.pop()               # the end of the last line, not a line
         for start in range(0, len(lines), most):
             group = lines[start:start + most]
             yield number, [decode_line(raw, number + k, label)
@@ -147,6 +157,17 @@ def line_groups(stream: BinaryIO, label: str, most: int = 256
             number += len(group)
         if not data:
             return
+
+
+def read_input(path: str) -> list[str]:
+    """The lines of a file of sentences, read as standard input is (line_groups: every
+    line end counts); a folder or a missing file is refused by name."""
+    if Path(path).is_dir():
+        raise ValueError(f"{path} is a folder; give a file of sentences, one a line")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        return [line for _, group in line_groups(f, path) for line in group]
 
 
 def write_translations(translator: Translator, lines: list[str], first: int,
@@ -261,7 +282,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.output:
             reads = [args.input or "-", args.model or SHIPPED_MODEL]
             check_writable(args.output, reads)
-        lines = read_lines(args.input) if args.input else None
+        lines = read_input(args.input) if args.input else None
         translator = Translator.from_run(args.model, args.average, args.device,
                                          beam_size=args.beam, alpha=args.alpha,
                                          batch_tokens=args.batch_tokens)
