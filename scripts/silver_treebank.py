@@ -1,30 +1,38 @@
-"""Table 4's semi-supervised row at our scale: English news sentences parsed by the book's PCFG.
+"""Table 4's semi-supervised row at our scale: English sentences parsed by the book's PCFG.
 
-    python scripts/silver_treebank.py        # about an hour on one CPU thread; resumes when killed
+    python scripts/silver_treebank.py                   # the first treebank: WMT news, about an hour
+    python scripts/silver_treebank.py --treebank large  # at least 50,000 kept trees, hours; see below
 
-The paper's 92.7 comes from adding about 17M sentences that another parser had parsed. Here the other
-parser is chapter 6.3's own PCFG (read from the training trees, tags from the perceptron tagger trained on
-the same trees), and the sentences are the English sides of the WMT news sets beside the project, every set
-but newstest2013 and newstest2014 (the translation chapters' dev and test), each sentence once, 3 to 25
-tokens after Penn Treebank tokenisation.
+Both resume when killed, at one CPU thread. The paper's 92.7 comes from adding about 17M sentences that
+another parser had parsed. Here the other parser is chapter 6.3's own PCFG (read from the training trees),
+and its confidence is the rule fixed before the first parse: every sentence is parsed by the two grammars
+that scored best on dev with gold tags (results/parsing/baselines.json: horizontal/vertical Markov orders
+1/2 and 2/2), and a sentence is kept when both derive a tree and the two trees are the same
+(transformer.parsing.silver_kept). The same agreement is measured on the dev split against the gold trees,
+so the record says how much more accurate the kept trees are than the rest.
 
-Confidence, by a rule fixed before the parse: every sentence is parsed by the two grammars that scored best
-on dev with gold tags (results/parsing/baselines.json: horizontal/vertical Markov orders 1/2 and 2/2), and
-its agreement is the bracket F1 of one parse against the other. A sentence is kept when both grammars
-derive a tree and the trees agree exactly (agreement 100). The same agreement is measured on the dev split
-(tagger's tags) against the gold trees, so the record says how much more accurate the kept trees are.
+The two treebanks (TREEBANKS below):
+- "semi", results/parsing-semi: the English sides of the WMT news sets beside the project, every set but
+  newstest2013 and newstest2014 (the translation chapters' dev and test), tags from the perceptron tagger
+  trained on the same trees. Work goes to runs/silver-treebank/; silver.jsonl.gz holds every sentence.
+- "large", results/silver-treebank: the plain English text beside the project (its README: none of it is in
+  the treebank sample or the translation sets), in this order: Wall Street Journal sentences of other
+  sections with the treebank's own tags, then news sentences, then the Brown corpus (both tagged by the
+  tagger). Its shards (SHARD sentences each, gzip) are written into the results folder as they are parsed
+  and committed, so a new checkout continues where the last one stopped; each shard names the commit and
+  the teachers that made it. `--record` reads the shards there are and writes silver.json.
 
-Writes results/parsing-semi/silver.jsonl.gz (every parsed sentence: its source set, the chosen grammar's
-tree on one line, whether each grammar derived a tree, the agreement) and silver.json (the rule, how many
-sentences, how many kept, the dev check, minutes, hardware, date, commit, command). Work goes to
-runs/silver-treebank/ in shards of SHARD sentences, each written whole, so a killed run continues.
+Every source is tokenised as the treebank is (TOKENS says how), each sentence once across sources, 3 to 25
+tokens: CKY time grows with the cube of the length.
 """
 import argparse
 import gzip
 import json
 import os
+import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -36,16 +44,22 @@ from transformer.corpora import data_dir  # noqa: E402
 from transformer.data import atomic_file  # noqa: E402
 from transformer.parsing import (PCFG, bracket_scores, brackets, pcfg_parse, read_treebank,  # noqa: E402
                                  silver_kept, train_tagger)
-from transformer.runlog import write_record  # noqa: E402
+from transformer.runlog import CODE_AT_START, refuse_uncommitted, write_record  # noqa: E402
 from nltk import Tree  # noqa: E402
 
 GRAMMARS = [(1, 2), (2, 2)]     # (horizontal, vertical): the two best on dev in baselines.json, best first
+TEACHERS = [f"PCFG h{h} v{v}" for h, v in GRAMMARS]
 NEWS_SETS = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011",
              "newstest2012", "newstest2015", "newstest2016", "newstest2017", "newstest2018"]
-MIN_TOKENS, MAX_TOKENS = 3, 25     # CKY time grows with the cube of the length: 25 keeps it near an hour
-SHARD = 250
+MIN_TOKENS, MAX_TOKENS = 3, 25
 # The treebank escapes brackets, and a bracket inside a word would break the tree's own bracketing.
 PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
+# Brown keeps clitics on their word; the treebank splits them off (can't -> ca n't).
+CLITIC = re.compile(r"(?i)^(.+?)(n't|'s|'re|'ve|'ll|'d|'m)$")
+TOKENS = {"wsj": "the treebank's own tokens and tags (word/TAG), brackets escaped in words and tags",
+          "news": "NLTK TreebankWordTokenizer, brackets escaped",
+          "brown": "Brown's own tokens (its quotes are the treebank's `` and ''), clitics split off as "
+                   "the treebank does (n't 's 're 've 'll 'd 'm), brackets escaped"}
 
 
 def ptb_tokens(sentence: str) -> list[str]:
@@ -54,21 +68,70 @@ def ptb_tokens(sentence: str) -> list[str]:
     return [PTB_ESCAPES.get(t, t) for t in TreebankWordTokenizer().tokenize(sentence)]
 
 
-def news_sentences(folder: Path) -> list[tuple[str, list[str]]]:
-    """(set name, tokens) for every distinct English news sentence within the length cap, in file order."""
+def brown_tokens(line: str) -> list[str]:
+    out = []
+    for token in line.split():
+        match = CLITIC.match(token)
+        out += [match[1], match[2]] if match else [token]
+    return [PTB_ESCAPES.get(t, t) for t in out]
+
+
+def wsj_tagged(line: str) -> list[tuple[str, str]]:
+    pairs = [token.rsplit("/", 1) for token in line.split()]
+    return [(PTB_ESCAPES.get(w, w), PTB_ESCAPES.get(t, t)) for w, t in pairs]
+
+
+def read_text(path: Path) -> list[str]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the silver text is read from the data folder "
+                                "(see the README's 'Data')")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def news_sets(folder: Path) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    return [(name, [(t, None) for t in ptb_tokens(line.strip())])
+            for name in NEWS_SETS for line in read_text(folder / "wmt14-en-de" / f"{name}.en")]
+
+
+def english_text(folder: Path) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    text = folder / "english-text"
+    return ([("wsj", wsj_tagged(line)) for part in ("train", "test")
+             for line in read_text(text / f"wsj-conll2000-{part}.tagged")]
+            + [("news", [(t, None) for t in ptb_tokens(line.strip())])
+               for line in read_text(text / "news.en")]
+            + [("brown", [(t, None) for t in brown_tokens(line)]) for line in read_text(text / "brown.tok")])
+
+
+def distinct(sentences):
+    """(source, [(word, gold tag or None)]) for each distinct sentence within the length cap, in order."""
     seen, kept = set(), []
-    for name in NEWS_SETS:
-        path = folder / f"{name}.en"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing: the WMT news sets are read from the data folder "
-                                    "(see the README's 'Data')")
-        for line in path.read_text(encoding="utf-8").splitlines():
-            tokens = ptb_tokens(line.strip())
-            key = " ".join(tokens)
-            if MIN_TOKENS <= len(tokens) <= MAX_TOKENS and key not in seen:
-                seen.add(key)
-                kept.append((name, tokens))
+    for source, tagged in sentences:
+        key = " ".join(w for w, _ in tagged)
+        if MIN_TOKENS <= len(tagged) <= MAX_TOKENS and key not in seen:
+            seen.add(key)
+            kept.append((source, tagged))
     return kept
+
+
+@dataclass(frozen=True)
+class Treebank:
+    name: str
+    results: str        # relative to the repository
+    shards: str         # where the shards go, relative to the repository
+    shard: int          # sentences a shard
+    read: object        # data folder -> [(source, tagged)]
+    task: str
+
+
+TREEBANKS = {t.name: t for t in (
+    Treebank("semi", "results/parsing-semi", "runs/silver-treebank", 250, news_sets,
+             "a silver treebank for the semi-supervised parser: English news sentences parsed by the "
+             "book's PCFG (tagger's tags), kept where the two best grammars on dev agree"),
+    Treebank("large", "results/silver-treebank", "results/silver-treebank/shards", 500, english_text,
+             "a silver treebank of at least 50,000 kept trees for the semi-supervised parser's learning "
+             "curve: WSJ sentences (gold tags), news and Brown sentences (tagger's tags) parsed by the book's "
+             "PCFG, kept where the two best grammars on dev agree"),
+)}
 
 
 def agreement(a, b) -> float:
@@ -83,9 +146,9 @@ def parse_both(grammars, tagged):
     return first, [ok_first, ok_second], round(agreement(first, second), 2)
 
 
-def dev_check(grammars, tagger, dev) -> dict:
-    """The rule on the dev split (tagger's tags): F1 of the kept trees against gold, and of the rest."""
-    parsed = [parse_both(grammars, tagger.tag(t.leaves())) for t in dev]
+def dev_check(grammars, tag, dev) -> dict:
+    """The rule on the dev split (tags from `tag`): F1 of the kept trees against gold, and of the rest."""
+    parsed = [parse_both(grammars, tag(t)) for t in dev]
     entries = [{"derived": d, "agreement": a} for _, d, a in parsed]
     keep = [silver_kept(e) for e in entries]
     part = {name: [i for i, k in enumerate(keep) if k == want] for name, want in (("kept", True),
@@ -97,73 +160,138 @@ def dev_check(grammars, tagger, dev) -> dict:
             "f1_kept": scores["kept"], "f1_dropped": scores["dropped"]}
 
 
+def shard_path(work: Path, treebank: Treebank, index: int) -> Path:
+    return work / (f"shard-{index:05d}.jsonl" + (".gz" if treebank.name != "semi" else ""))
+
+
+def read_shard(path: Path) -> tuple[dict, list[dict]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        header, *lines = f.read().splitlines()
+    return json.loads(header), [json.loads(line) for line in lines]
+
+
+def write_shard(path: Path, header: dict, lines: list[str]) -> None:
+    text = "\n".join([json.dumps(header)] + lines) + "\n"
+    with atomic_file(path) as tmp:
+        if path.suffix == ".gz":
+            with gzip.GzipFile(tmp, "wb", mtime=0) as out:    # mtime 0: the same trees, the same bytes
+                out.write(text.encode("utf-8"))
+        else:
+            Path(tmp).write_text(text, encoding="utf-8")
+
+
+def parse_shards(treebank, sentences, work, grammars, tagger, limit_shards=None):
+    """Parse every shard not yet on disk, each written whole."""
+    from tqdm import tqdm
+    starts = range(0, len(sentences), treebank.shard)
+    todo = [s for s in starts if not shard_path(work, treebank, s // treebank.shard).exists()]
+    for first in tqdm(todo[:limit_shards], desc=f"silver shards ({len(starts) - len(todo)} done before)",
+                      unit="shard", mininterval=30):
+        shard_started, lines, sources = time.time(), [], {}
+        for source, tagged in sentences[first:first + treebank.shard]:
+            gold = tagged[0][1] is not None
+            tree, derived, agree = parse_both(grammars, tagged if gold else tagger.tag([w for w, _ in tagged]))
+            sources[source] = sources.get(source, 0) + 1
+            lines.append(json.dumps({"set": source, "tree": tree.pformat(margin=10**9),
+                                     "derived": derived, "agreement": agree}))
+        header = {"seconds": round(time.time() - shard_started, 2)}
+        if treebank.name != "semi":
+            header.update(first=first, sources=sources, teachers=TEACHERS, **CODE_AT_START)
+        write_shard(shard_path(work, treebank, first // treebank.shard), header, lines)
+    return starts
+
+
+def summary(treebank, starts, work) -> tuple[list[dict], dict]:
+    """Every parsed entry of the shards on disk, in order, and per source: read, kept, minutes."""
+    entries, seconds, per_source = [], 0.0, {}
+    for first in starts:
+        path = shard_path(work, treebank, first // treebank.shard)
+        if not path.exists():
+            break                                   # the shards grow in order; the rest are to come
+        header, rows = read_shard(path)
+        seconds += header["seconds"]
+        entries += rows
+        for row in rows:
+            counts = per_source.setdefault(row["set"], {"sentences": 0, "kept": 0})
+            counts["sentences"] += 1
+            counts["kept"] += silver_kept(row)
+    return entries, {"seconds": seconds, "per_source": per_source}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--results", default=str(ROOT / "results" / "parsing-semi"))
-    parser.add_argument("--work", default=str(ROOT / "runs" / "silver-treebank"))
+    parser.add_argument("--treebank", choices=sorted(TREEBANKS), default="semi")
+    parser.add_argument("--results", help="the record's folder (default: the treebank's)")
+    parser.add_argument("--work", help="the shards' folder (default: the treebank's)")
     parser.add_argument("--limit", type=int, help="parse only the first N sentences (a smoke test)")
+    parser.add_argument("--shards", type=int, help="parse at most N more shards, then stop")
+    parser.add_argument("--record", action="store_true",
+                        help="write the record from the shards there are, parsing nothing")
+    parser.add_argument("--uncommitted", action="store_true",
+                        help="start although tracked code has uncommitted changes (the patch is stored)")
     args = parser.parse_args(argv)
-    if args.limit is not None and args.limit <= 0:
-        parser.error("--limit must be positive")
-    results, work = Path(args.results), Path(args.work)
-    sentences = news_sentences(data_dir() / "wmt14-en-de")[:args.limit]
-    treebank = read_treebank()
+    for name in ("limit", "shards"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            parser.error(f"--{name} must be positive")
+    treebank = TREEBANKS[args.treebank]
+    results = Path(args.results or ROOT / treebank.results)
+    work = Path(args.work or ROOT / treebank.shards)
+    refuse_uncommitted(results, args.uncommitted)
+    sentences = distinct(treebank.read(data_dir()))[:args.limit]
+    trees = read_treebank()
     work.mkdir(parents=True, exist_ok=True)
     marker = work / "sentences.json"
-    fingerprint = {"sets": NEWS_SETS, "tokens": [MIN_TOKENS, MAX_TOKENS], "sentences": len(sentences),
-                   "grammars": GRAMMARS, "shard": SHARD}
+    fingerprint = {"sources": sorted({s for s, _ in sentences}), "tokens": [MIN_TOKENS, MAX_TOKENS],
+                   "sentences": len(sentences), "grammars": GRAMMARS, "shard": treebank.shard}
+    if treebank.name == "semi":                     # as the first treebank's shards were marked
+        fingerprint = {"sets": NEWS_SETS, **{k: v for k, v in fingerprint.items() if k != "sources"}}
+    fingerprint = json.loads(json.dumps(fingerprint))     # as it reads back: lists, not tuples
     if marker.exists() and json.loads(marker.read_text()) != fingerprint:
         sys.exit(f"error: {work} holds shards of another selection ({marker}); move it away or pass --work")
     with atomic_file(marker) as tmp:
         tmp.write_text(json.dumps(fingerprint))
 
     started = time.time()
-    grammars = [PCFG(treebank["train"], h, v) for h, v in GRAMMARS]
-    tagger = train_tagger(treebank["train"])
-    shards = range(0, len(sentences), SHARD)
-    from tqdm import tqdm
-    for first in tqdm(shards, desc="silver shards", unit="shard", mininterval=30):
-        path = work / f"shard-{first // SHARD:05d}.jsonl"
-        if path.exists():
-            continue
-        shard_started, lines = time.time(), []
-        for source, tokens in sentences[first:first + SHARD]:
-            tree, derived, agree = parse_both(grammars, tagger.tag(tokens))
-            lines.append(json.dumps({"set": source, "tree": tree.pformat(margin=10**9),
-                                     "derived": derived, "agreement": agree}))
-        header = json.dumps({"seconds": round(time.time() - shard_started, 2)})
-        with atomic_file(path) as tmp:
-            tmp.write_text("\n".join([header] + lines) + "\n", encoding="utf-8")
-
-    entries, seconds = [], 0.0
-    for first in shards:
-        header, *lines = (work / f"shard-{first // SHARD:05d}.jsonl").read_text(encoding="utf-8").splitlines()
-        seconds += json.loads(header)["seconds"]
-        entries += map(json.loads, lines)
-    check = dev_check(grammars, tagger, treebank["dev"])
+    grammars = [PCFG(trees["train"], h, v) for h, v in GRAMMARS]
+    tagger = train_tagger(trees["train"])
+    starts = range(0, len(sentences), treebank.shard)
+    if not args.record:
+        parse_shards(treebank, sentences, work, grammars, tagger, args.shards)
+        if treebank.name != "semi":
+            return
+    entries, done = summary(treebank, starts, work)
+    checks = {"tagger": dev_check(grammars, lambda t: tagger.tag(t.leaves()), trees["dev"])}
+    if treebank.name != "semi":
+        checks["gold tags"] = dev_check(grammars, lambda t: t.pos(), trees["dev"])
     results.mkdir(parents=True, exist_ok=True)
-    with atomic_file(results / "silver.jsonl.gz") as tmp:
-        with gzip.GzipFile(tmp, "wb", mtime=0) as out:       # mtime 0: the same trees give the same bytes
-            out.write("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode("utf-8"))
-    n_kept = sum(map(kept, entries))
+    if treebank.name == "semi":
+        with atomic_file(results / "silver.jsonl.gz") as tmp:
+            with gzip.GzipFile(tmp, "wb", mtime=0) as out:
+                out.write("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode("utf-8"))
+    n_kept = sum(map(silver_kept, entries))
     record = {
-        "task": "a silver treebank for the semi-supervised parser: English news sentences parsed by the "
-                "book's PCFG (tagger's tags), kept where the two best grammars on dev agree",
-        "sources": NEWS_SETS, "tokens": {"min": MIN_TOKENS, "max": MAX_TOKENS,
-                                         "tokeniser": "NLTK TreebankWordTokenizer, brackets escaped"},
+        "task": treebank.task,
+        "sources": NEWS_SETS if treebank.name == "semi" else list(TOKENS),
+        "tokens": {"min": MIN_TOKENS, "max": MAX_TOKENS,
+                   "tokeniser": TOKENS["news"] if treebank.name == "semi" else TOKENS},
         "grammars": [{"horizontal": h, "vertical": v} for h, v in GRAMMARS],
         "rule": "kept when both grammars derive a tree and the two trees are identical (agreement F1 100)",
         "sentences": len(entries), "kept": n_kept,
         "kept_tokens": sum(len(Tree.fromstring(e["tree"]).leaves()) for e in entries if silver_kept(e)),
-        "dev_check": check,
-        "minutes": {"parsing, all starts": round(seconds / 60, 2),
+        "dev_check": checks["tagger"],
+        "minutes": {"parsing, all starts": round(done["seconds"] / 60, 2),
                     "this start, dev check included": round((time.time() - started) / 60, 2)},
         "threads": 1,
         "limit": args.limit,
     }
+    if treebank.name != "semi":
+        record.update(dev_check_gold_tags=checks["gold tags"], per_source=done["per_source"],
+                      selected=len(sentences), shards={"done": len(entries) and -(-len(entries) // treebank.shard),
+                                                      "all": len(starts)})
     write_record(results / "silver.json", record)
-    print(f"{len(entries)} sentences parsed, {n_kept} kept; dev F1 of kept trees {check['f1_kept']} "
-          f"against {check['f1_all']} for all")
+    print(f"{len(entries)} sentences parsed, {n_kept} kept; dev F1 of kept trees {checks['tagger']['f1_kept']} "
+          f"against {checks['tagger']['f1_all']} for all")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 
 __all__ = [
     "command_line", "git_commit", "CODE_PATHS", "uncommitted_changes", "code_state",
-    "CODE_AT_START", "provenance", "write_record", "RUN_INFO_ADVICE", "record_run_info",
-    "machines_of", "append_log", "truncate_log", "read_evaluation", "tensorboard_writer",
-    "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
+    "CODE_AT_START", "RESULTS", "code_patch", "PATCH_AT_START", "refuse_uncommitted", "provenance",
+    "write_record", "RUN_INFO_ADVICE", "record_run_info", "machines_of", "append_log",
+    "truncate_log", "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS",
+    "TrainingLogs",
 ]
 
 import csv
@@ -94,6 +95,41 @@ def code_state() -> dict:
 CODE_AT_START = code_state()
 
 
+# The records the book reads: a run that writes here starts from committed code.
+RESULTS = REPOSITORY / "results"
+
+
+def code_patch(root: str | Path | None = None) -> str:
+    """The code files' difference from their commit as one patch that `git apply`
+    takes: the changes to tracked files, and new files whole."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True,
+                              cwd=root or REPOSITORY, timeout=60).stdout
+    new = git("ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS)
+    return git("diff", "--binary", "HEAD", "--", *CODE_PATHS) + "".join(
+        git("diff", "--binary", "--no-index", "--", os.devnull, name)
+        for name in new.splitlines())
+
+
+PATCH_AT_START = code_patch() if CODE_AT_START["uncommitted"] else ""
+
+
+def refuse_uncommitted(record: str | Path, allowed: bool = False) -> None:
+    """Stop, before any work, a run whose record would go among the book's records
+    from code that differs from its commit, unless `allowed` (write_record then
+    stores the patch beside the record)."""
+    dirty = CODE_AT_START["uncommitted"]
+    if dirty and not allowed and Path(record).resolve().is_relative_to(RESULTS):
+        shown = ", ".join(dirty[:4]) + (f" and {len(dirty) - 4} more" if len(dirty) > 4
+                                        else "")
+        raise SystemExit(
+            f"error: {shown} differ from commit {str(CODE_AT_START['commit'])[:10]}, and "
+            f"{record} is among the book's records, which name committed code: commit "
+            "first, or pass --uncommitted to store the patch beside the record")
+
+
 def provenance(command: str | None = None) -> dict:
     """What every results record says of its making: date, commit (and any code not
     yet committed) when the process started, and the code when the record was written
@@ -107,9 +143,14 @@ def provenance(command: str | None = None) -> dict:
 
 def write_record(path: str | Path, record: dict, command: str | None = None) -> dict:
     """Write a results record as JSON, its provenance added, atomically: a run killed
-    while writing leaves the previous record whole. Returns the record written."""
+    while writing leaves the previous record whole; from code not committed, the patch
+    beside it. Returns the record written."""
     record = {**record, **provenance(command or record.get("command"))}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if PATCH_AT_START:                 # the commit alone cannot rebuild this code
+        record["patch"] = Path(path).with_suffix(".patch").name
+        with atomic_file(Path(path).with_suffix(".patch")) as tmp:
+            Path(tmp).write_text(PATCH_AT_START, encoding="utf-8")
     with atomic_file(path) as tmp:
         Path(tmp).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n",
                              encoding="utf-8")
