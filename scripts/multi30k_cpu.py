@@ -35,7 +35,7 @@ from transformer.decode import translate  # noqa: E402
 from transformer.evaluate import attention_maps, evaluate_run, sacre_bleu  # noqa: E402
 from transformer.paper import DECODING  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
-from transformer.runlog import write_record  # noqa: E402
+from transformer.runlog import add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
 from transformer.train import train  # noqa: E402
 
 BEAM = 5
@@ -110,8 +110,10 @@ def main():
     parser.add_argument("--data-dir", help="corpus cache directory (default $TRANSFORMER_DATA)")
     parser.add_argument("--profile", default="multi30k-cpu", help="a smaller profile for a quick check")
     parser.add_argument("--max-sentences", type=int, help="use only the first N dev and test sentences")
+    add_uncommitted_flag(parser)
     args = parser.parse_args()
     run, out = Path(args.run), Path(args.results)
+    refuse_uncommitted(out, args.uncommitted)
     profile = get_profile(args.profile)
 
     checkpoints = checkpoint_paths(run)

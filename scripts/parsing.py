@@ -41,7 +41,7 @@ from transformer.parsing import prepare_ptb, read_treebank, write_trees  # noqa:
 from transformer.profiles import Setting, get_profile  # noqa: E402
 from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
 from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model, prepare_data  # noqa: E402
-from transformer.runlog import write_record  # noqa: E402
+from transformer.runlog import add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
 
 # 4 layers of 128 and separate tables for source and target (their entries are disjoint), at the
 # settings the pilots chose (transformer/profiles.py); and the same with the paper's one table
@@ -164,6 +164,7 @@ def build_parser():
     parser.add_argument("--max-minutes", type=float,
                         help="stop training after this many minutes even if dev F1 still improves (default: the "
                              "profile's most rounds)")
+    add_uncommitted_flag(parser)
     return parser
 
 
@@ -276,6 +277,7 @@ def main(argv=None):
     args = parse_args(argv)
     profile, run, results, named, variant, row = plan(args)
     base_run, base_results = folders(args)
+    refuse_uncommitted(base_results, args.uncommitted)
     # the corpus and the pilots live beside the run folder, not in it: a run folder holds only a run
     data_root = base_run.with_name(base_run.name + "-corpus")
     pilot_runs, pilot_results = (base_run.with_name(base_run.name + "-pilot"),

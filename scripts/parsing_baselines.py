@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.parsing import (PCFG, bracket_scores, flat_tree, pcfg_parse, read_treebank,  # noqa: E402
                                  right_branching_tree, train_tagger, write_trees)
-from transformer.runlog import write_record  # noqa: E402
+from transformer.runlog import add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
 
 ORDERS = [(1, 1), (1, 2), (2, 1), (2, 2)]       # (horizontal, vertical) Markov orders tried on dev
 
@@ -42,8 +42,10 @@ def main(argv=None):
     parser.add_argument("--results", default=str(ROOT / "results" / "parsing"),
                         help="folder for baselines.json and the predicted trees")
     parser.add_argument("--treebank", help="folder of wsj_NNNN.mrg files (default: DATA/ptb-sample or NLTK's)")
+    add_uncommitted_flag(parser)
     args = parser.parse_args(argv)
     results = Path(args.results)
+    refuse_uncommitted(results, args.uncommitted)
     results.mkdir(parents=True, exist_ok=True)
     started = time.time()
     treebank = read_treebank(args.treebank)

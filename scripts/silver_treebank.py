@@ -44,7 +44,7 @@ from transformer.corpora import data_dir  # noqa: E402
 from transformer.data import atomic_file  # noqa: E402
 from transformer.parsing import (PCFG, bracket_scores, brackets, pcfg_parse, read_treebank,  # noqa: E402
                                  silver_kept, train_tagger)
-from transformer.runlog import CODE_AT_START, refuse_uncommitted, write_record  # noqa: E402
+from transformer.runlog import CODE_AT_START, add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
 from nltk import Tree  # noqa: E402
 
 GRAMMARS = [(1, 2), (2, 2)]     # (horizontal, vertical): the two best on dev in baselines.json, best first
@@ -228,8 +228,7 @@ def main(argv=None):
     parser.add_argument("--shards", type=int, help="parse at most N more shards, then stop")
     parser.add_argument("--record", action="store_true",
                         help="write the record from the shards there are, parsing nothing")
-    parser.add_argument("--uncommitted", action="store_true",
-                        help="start although tracked code has uncommitted changes (the patch is stored)")
+    add_uncommitted_flag(parser)
     args = parser.parse_args(argv)
     for name in ("limit", "shards"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:

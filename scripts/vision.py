@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
-from transformer.runlog import write_record  # noqa: E402
+from transformer.runlog import add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
 from transformer.vision import (DIGITS, DIGITS_CONFIG, DIGITS_TRAINING, VisionTransformer,  # noqa: E402
                                 accuracy, baseline_accuracy, digits_split, stratified_split,
                                 train_classifier)
@@ -80,8 +80,10 @@ def save(record, out):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(ROOT / "results" / "vision" / "results.json"))
+    add_uncommitted_flag(parser)
     args = parser.parse_args(argv)
     out = Path(args.out)
+    refuse_uncommitted(out, args.uncommitted)
     record = load_record(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     X_train, y_train, X_test, y_test = digits_split()

@@ -34,7 +34,7 @@ from transformer.parser_training import RATE_PILOT  # noqa: E402
 from transformer.profiles import get_profile  # noqa: E402
 from transformer.rounds import budget, train_in_rounds  # noqa: E402
 from transformer.run import DEV_LOG, TRAIN_LOG, keep_record, load_model  # noqa: E402
-from transformer.runlog import write_record  # noqa: E402
+from transformer.runlog import add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
 from transformer.step import pairs_loss  # noqa: E402
 
 # A small post-norm model with the paper's recipe for 6,800 pairs of news text, a 6,000-entry
@@ -169,7 +169,9 @@ def main(argv=None):
                         help="the only mode (kept so that the command in the record runs as written)")
     parser.add_argument("--pilot-results", default=str(ROOT / "results" / "parsing-pilot"),
                         help="the parser pilot's records, whose choice is the cure")
+    add_uncommitted_flag(parser)
     args = parser.parse_args(argv)
+    refuse_uncommitted(args.results, args.uncommitted)
     runs = Path(args.runs)
     data_root = runs / "data"
     prepare_zh_en(data_root, args.seed_dir)

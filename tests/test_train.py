@@ -234,6 +234,7 @@ def test_every_profile_of_the_book_is_named_in_one_table_and_runs_by_name(capsys
 
 def test_a_results_record_carries_its_provenance_and_is_written_whole(tmp_path, monkeypatch):
     from transformer import runlog
+    monkeypatch.setattr(runlog, "PATCH_AT_START", "")         # as from committed code
     path = tmp_path / "results" / "r.json"
     record = runlog.write_record(path, {"bleu": 1.5}, command="python scripts/x.py --y")
     on_disk = json.loads(path.read_text())
@@ -284,6 +285,69 @@ def test_a_record_names_the_code_its_process_started_from(monkeypatch):
     monkeypatch.setattr(runlog, "CODE_AT_START", {"commit": "0" * 40, "uncommitted": []})
     record = runlog.provenance("cmd")
     assert record["commit"] == "0" * 40 and record["code_when_written"] == now
+
+
+def test_a_patch_of_the_uncommitted_code_rebuilds_it_from_its_commit(tmp_path):
+    """code_patch holds what the commit lacks (a changed file and a new one, not a record): applied to a
+    clean checkout of the commit it gives the code that ran."""
+    import subprocess
+    from transformer import runlog
+    git = lambda *args, cwd=tmp_path: subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+    git("init", "-q")
+    (tmp_path / "transformer").mkdir()
+    (tmp_path / "transformer" / "model.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    (tmp_path / "transformer" / "model.py").write_text("x = 2\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "new.py").write_text("print(1)\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "r.json").write_text("{}\n")
+    patch = runlog.code_patch(tmp_path)
+    assert "results/r.json" not in patch
+    clean = tmp_path.parent / (tmp_path.name + "-clean")
+    git("clone", "-q", str(tmp_path), str(clean), cwd=tmp_path.parent)
+    (clean / "code.patch").write_text(patch)
+    git("apply", "code.patch", cwd=clean)
+    assert (clean / "transformer" / "model.py").read_text() == "x = 2\n"
+    assert (clean / "scripts" / "new.py").read_text() == "print(1)\n"
+
+
+def test_a_record_among_the_books_is_refused_from_uncommitted_code_unless_allowed(tmp_path, monkeypatch):
+    """A run that would write into results/ stops before any work while code differs from its commit;
+    allowed, its record names the patch stored beside it. Records elsewhere (a reader's own) are free."""
+    from transformer import runlog
+    monkeypatch.setattr(runlog, "CODE_AT_START", {"commit": "a" * 40, "uncommitted": ["scripts/x.py"]})
+    with pytest.raises(SystemExit, match=r"scripts/x\.py differ from commit aaaaaaaaaa.*--uncommitted"):
+        runlog.refuse_uncommitted(runlog.RESULTS / "parsing")
+    runlog.refuse_uncommitted(runlog.RESULTS / "parsing", allowed=True)
+    runlog.refuse_uncommitted(tmp_path / "results")
+    monkeypatch.setattr(runlog, "PATCH_AT_START", "diff --git a/scripts/x.py b/scripts/x.py\n")
+    record = runlog.write_record(tmp_path / "results.json", {"f1": 1.0})
+    assert record["patch"] == "results.patch" and record["uncommitted"] == ["scripts/x.py"]
+    assert (tmp_path / "results.patch").read_text() == runlog.PATCH_AT_START
+
+
+RECORDING_SCRIPTS = [("scripts/parsing.py", []), ("scripts/parsing_baselines.py", []),
+                     ("scripts/silver_treebank.py", ["--treebank", "large"]), ("scripts/zh_en.py", ["--fit"]),
+                     ("scripts/multi30k_cpu.py", []), ("scripts/vision.py", []),
+                     ("transformer/variations.py", ["base"])]
+
+
+@pytest.mark.parametrize("script, args", RECORDING_SCRIPTS, ids=[s for s, _ in RECORDING_SCRIPTS])
+def test_every_recording_script_refuses_uncommitted_code_before_its_work(script, args, monkeypatch):
+    """Each command that writes a record the book reads stops at once, naming the files, when started from
+    code that differs from its commit; nothing is written."""
+    import runpy
+    import sys
+    from transformer import runlog
+    root = runlog.REPOSITORY
+    monkeypatch.setattr(runlog, "CODE_AT_START", {"commit": "a" * 40, "uncommitted": ["scripts/x.py"]})
+    before = sorted(p for p in (root / "results").rglob("*"))
+    monkeypatch.setattr(sys, "argv", [str(root / script), *args])
+    with pytest.raises(SystemExit, match="--uncommitted"):
+        runpy.run_path(str(root / script), run_name="__main__")
+    assert sorted(p for p in (root / "results").rglob("*")) == before
 
 
 def test_the_machines_of_a_run_resumed_elsewhere_are_all_named(tmp_path):

@@ -4,12 +4,13 @@
 
 __all__ = [
     "command_line", "git_commit", "CODE_PATHS", "uncommitted_changes", "code_state",
-    "CODE_AT_START", "RESULTS", "code_patch", "PATCH_AT_START", "refuse_uncommitted", "provenance",
-    "write_record", "RUN_INFO_ADVICE", "record_run_info", "machines_of", "append_log",
-    "truncate_log", "read_evaluation", "tensorboard_writer", "LOG_FIELDS", "DEV_FIELDS",
-    "TrainingLogs",
+    "CODE_AT_START", "RESULTS", "code_patch", "PATCH_AT_START", "refuse_uncommitted",
+    "add_uncommitted_flag", "provenance", "write_record", "RUN_INFO_ADVICE", "record_run_info",
+    "machines_of", "append_log", "truncate_log", "read_evaluation", "tensorboard_writer",
+    "LOG_FIELDS", "DEV_FIELDS", "TrainingLogs",
 ]
 
+import argparse
 import csv
 import io
 import json
@@ -124,10 +125,18 @@ def refuse_uncommitted(record: str | Path, allowed: bool = False) -> None:
     if dirty and not allowed and Path(record).resolve().is_relative_to(RESULTS):
         shown = ", ".join(dirty[:4]) + (f" and {len(dirty) - 4} more" if len(dirty) > 4
                                         else "")
+        commit = str(CODE_AT_START["commit"])[:10]
         raise SystemExit(
-            f"error: {shown} differ from commit {str(CODE_AT_START['commit'])[:10]}, and "
+            f"error: {shown} differ from commit {commit}, and "
             f"{record} is among the book's records, which name committed code: commit "
             "first, or pass --uncommitted to store the patch beside the record")
+
+
+def add_uncommitted_flag(parser: argparse.ArgumentParser) -> None:
+    """The one way a recording script is told to start from uncommitted code."""
+    parser.add_argument("--uncommitted", action="store_true", help=(
+        "start although code files differ from their commit; the record then names "
+        "them and the patch is stored beside it"))
 
 
 def provenance(command: str | None = None) -> dict:

@@ -32,7 +32,8 @@ from transformer.paper import TABLE3
 from transformer.profiles import PROFILES, Profile, Setting
 from transformer.rounds import Pilot, budget, train_in_rounds
 from transformer.run import VOCAB, RunInUse, prepare_data, take_run
-from transformer.runlog import machines_of, write_record
+from transformer.runlog import (add_uncommitted_flag, machines_of, refuse_uncommitted,
+                                write_record)
 from transformer.table3 import (LONG_SCALE, ROWS, SCALE, WIDTHS, claims_first,
                                 load_records, record_path, row_epochs, scaled_config,
                                 second_seeds, sweep_plan, table3_dev_bleu,
@@ -382,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, key in (("--lr-factor", "lr_factor"), ("--p-drop", "model.P_drop")):
         parser.add_argument(flag, type=float,
                             help=f"the same as --set {key}=X (kept for one release)")
+    add_uncommitted_flag(parser)
     return parser
 
 
@@ -450,6 +452,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.list:
         list_runs(plan, results, setting, args.epochs)
         return
+    refuse_uncommitted(results, args.uncommitted)
     keep_freed_memory()
     command = " ".join(["python -m transformer.variations", *(argv or sys.argv[1:])])
     again = "what was already saved is kept: run the same command again to resume"
