@@ -65,6 +65,12 @@ def symbolic(changes):
     return symbol if isinstance(symbol, str) else None
 
 
+def checkable(changes):
+    """The --set `changes` whose values can be checked before the vocabulary exists: a symbolic
+    model.pointer_id (XX) left out, for its id comes from the vocabulary."""
+    return changes.without("model.pointer_id") if symbolic(changes) else changes
+
+
 def with_symbol_ids(changes, profile, run, data_root):
     """The variant's `profile` with the model.pointer_id that `changes` name as a target symbol (XX) set to the
     symbol's id in the run's vocabulary, which is made first if the run has none (the same corpus gives the
@@ -183,7 +189,7 @@ def parse_args(argv):
         try:
             args.setting = Setting.parse(args.changes)
             # every value is checked now, before the corpus is prepared; a symbol once the vocabulary is made
-            (args.setting.without("model.pointer_id") if symbolic(args.setting) else args.setting).apply(PROFILE)
+            checkable(args.setting).apply(PROFILE)
         except ValueError as err:
             parser.error(str(err))
     return args
@@ -223,8 +229,7 @@ def plan(args):
                      f"no run to begin with")
         named = chosen.name
     if args.setting:
-        changed = args.setting.without("model.pointer_id") if symbolic(args.setting) else args.setting
-        profile, variant = changed.apply(PROFILE), args.setting.name
+        profile, variant = checkable(args.setting).apply(PROFILE), args.setting.name
         suffix = variant
         if "silver" in CORPORA[profile.corpus].splits["train"]:
             row = "semi-supervised"             # a variant of Table 4's second row
@@ -253,7 +258,7 @@ def run_pilot(names, treebank, data_root, pilot_runs, pilot_results):
           else f"pilot chose {chosen and chosen['setting']}")
 
 
-def final_record(args, profile, counts, curve, stopped, started_from, variant, row):
+def final_record(args, profile, counts, curve, stopped, started_from, variant, row, parameters):
     """The run's record, less what choosing and decoding add."""
     return {
         "task": "English constituency parsing, NLTK's 5% WSJ sample (wsj_0001-0199), split by file",
@@ -263,7 +268,7 @@ def final_record(args, profile, counts, curve, stopped, started_from, variant, r
         "tokens_per_step": profile.tokens_per_step,
         "training": {"steps": curve[-1]["step"], "epochs": curve[-1]["epoch"],
                      "train_minutes": curve[-1]["train_minutes"],
-                     "train_pairs": curve[-1]["train_pairs"], "parameters": None,
+                     "train_pairs": curve[-1]["train_pairs"], "parameters": parameters,
                      "round_steps": profile.round_steps, "patience": profile.patience,
                      "patience_window": profile.patience_window, "min_rounds": profile.min_rounds,
                      "max_rounds": profile.max_rounds, "stopped_by": stopped,
@@ -313,8 +318,7 @@ def main(argv=None):
     write_trees(results / "dev.pred.mrg", dev_predicted)
     (results / "test.raw.txt").write_text("\n".join(outputs) + "\n", encoding="utf-8")
     keep_record(run, results, (TRAIN_LOG, DEV_LOG))
-    record = final_record(args, profile, counts, curve, stopped, named, variant, row)
-    record["training"]["parameters"] = model.num_parameters()
+    record = final_record(args, profile, counts, curve, stopped, named, variant, row, model.num_parameters())
     record |= {
         "chosen": {"round": best["round"], "step": best["step"], "epoch": best["epoch"],
                    "dev_f1": best["dev_f1"], "by": "dev F1, greedy, constrained"},

@@ -235,3 +235,20 @@ def test_scoring_a_sequence_leaves_the_model_in_its_mode():
     assert model.training and all(m.training for m in model.modules())
     model.eval()
     assert torch.equal(scores, sequence_logprob(model, src, out, BOS, EOS)) and not model.training
+
+
+@pytest.mark.parametrize("search", ["simple_greedy_decode", "greedy_decode", "simple_beam_search", "beam_search"])
+def test_no_search_ends_a_sentence_before_its_first_token(search):
+    """A model that would rather end at once (</s> far ahead at every step) still writes one token first,
+    in every search and at alpha 0, where nothing else weighs length: an empty output is never finished,
+    and never among the n best."""
+    from transformer import decode
+    model, src = make_model(), sources()
+    ahead = torch.zeros(V)
+    ahead[EOS] = 50.0
+    model.generator.register_forward_hook(lambda module, inputs, logits: logits + ahead)
+    kwargs = {"alpha": 0.0} if "beam" in search else {}
+    out = getattr(decode, search)(model, src, BOS, EOS, **kwargs)
+    assert (out[:, 0] != EOS).all() and (out[:, 1] == EOS).all()
+    n_best = decode.simple_beam_search(model, src, BOS, EOS, alpha=0.0, nbest=4)
+    assert all(len(ids) > 0 for sentence in n_best for _, ids in sentence)

@@ -147,6 +147,17 @@ def test_both_engines_rank_by_the_paper_s_length_penalty(shipped, alpha):
     assert abs(score - logp.item() / length_penalty(len(best) + 1, alpha)) < 1e-3
 
 
+def test_at_alpha_0_no_sentence_of_words_is_translated_to_nothing(shipped):
+    """Beam search at alpha 0 (nothing weighs length) ranked the empty output first for 2 of these 200
+    test sentences and listed it among the n best; no engine finishes an output of only </s> now."""
+    model, vocab, engine, groups = shipped
+    for rows in groups.values():
+        ours = beam_search(model, torch.tensor(rows), BOS, EOS, 4, 0.0, max_extra=50)
+        assert (ours[:, 0] != EOS).all()
+        theirs = engine.translate_ids([r[:-1] for r in rows], 4, 0.0, 50, nbest=4)
+        assert all(ids for hyps in theirs for ids, _ in hyps)
+
+
 def test_int8_model_translates_raw_text(tmp_path, vocab, sources):
     run = make_run(tmp_path / "run", vocab)
     main([str(run), str(tmp_path / "int8"), "--quantization", "int8"])

@@ -201,6 +201,29 @@ def test_a_pilot_that_starts_from_another_adds_its_changes_and_is_refused_before
     assert (tmp_path / "runs" / "final-select" / "f").read_text() == "lr0.2-select"
     with pytest.raises(ValueError, match="has not trained lr0.1"):
         first.continue_into(tmp_path / "runs" / "other", runs, Setting.of({"lr_factor": 0.1}))
+    # a run begun from the pilot resumes after the pilot's folders are gone
+    import shutil
+    shutil.rmtree(runs)
+    first.continue_into(tmp_path / "runs" / "final", runs, first.chosen(base))
+    assert (tmp_path / "runs" / "final" / "f").read_text() == "lr0.2"
+
+
+def test_a_pilot_reads_the_choice_it_starts_from_once_a_call(tmp_path, monkeypatch):
+    """run and chosen read the earlier pilot's choice (its records on disk) once each, not once for the
+    settings and again for the comparison."""
+    from transformer.profiles import Setting
+    from transformer.rounds import Pilot
+    first = Pilot("", (Setting.of({"lr_factor": 0.1}),), "the only one", lambda records: {"setting": "lr0.1"})
+    then = Pilot("then", (Setting.of({"model.P_drop": 0.0}, "nodrop"),), "the only one",
+                 lambda records: {"setting": "nodrop"}, after=first)
+    base = tmp_path / "results" / "pilot"
+    first.run(lambda setting: {"score": 1.0}, base)
+    reads = []
+    start = Pilot.start
+    monkeypatch.setattr(Pilot, "start", lambda self, results: reads.append(self.name) or start(self, results))
+    then.run(lambda setting: {"score": 1.0}, base)
+    assert reads.count("then") == 1
+    assert then.chosen(base).name == "nodrop" and reads.count("then") == 2
 
 
 def test_the_scripts_define_no_pilot_of_their_own_and_import_no_script():
@@ -222,3 +245,21 @@ def test_the_scripts_define_no_pilot_of_their_own_and_import_no_script():
     tree = ast.parse(parsing.read_text())
     assert len(parsing.read_text().splitlines()) <= 350
     assert max(n.end_lineno - n.lineno + 1 for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)) <= 60
+
+
+def test_the_minute_each_pilot_rule_was_committed_agrees_with_the_history():
+    """results/rule-commits.json (read by 6.3 (continued), which a build without git needs) is what
+    tools/rule_commits.py finds in git's history; a pilot whose rule it lacks cannot be set beside its runs."""
+    import importlib.util
+    import subprocess
+    from transformer.parser_training import PILOTS
+    record = json.loads((ROOT / "results" / "rule-commits.json").read_text())["rules"]
+    assert sorted(record) == sorted(p.name for p in PILOTS)
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True,
+                             text=True)
+    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+        pytest.skip("no whole git history here (an unpacked source archive, or a shallow clone)")
+    spec = importlib.util.spec_from_file_location("rule_commits", ROOT / "tools" / "rule_commits.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.first_commits() == record

@@ -50,9 +50,9 @@ def iter_utf8_lines(path: str | Path, label: str) -> Iterator[str]:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file, without line endings: the package's one reader
-    of line files (corpora, sentences to translate, references). Clear errors for
-    missing or undecodable files."""
+    """The lines of a UTF-8 text file, without line endings: the package's reader of
+    corpus files (sides of a parallel corpus, references), where only LF ends a line.
+    Clear errors for missing or undecodable files."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")

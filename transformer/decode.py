@@ -4,7 +4,7 @@
 text with them (paper section 6.1)."""
 
 __all__ = [
-    "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "decoding",
+    "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "decoding", "not_empty",
     "simple_greedy_decode", "length_penalty", "end_at_limit", "simple_beam_search", "best_finished",
     "sequence_logprob", "greedy_decode", "beam_search", "length_batches", "TOO_LONG", "TooLong",
     "fit_lengths", "check_search", "Engine", "ModelEngine", "translate_text", "translate",
@@ -61,6 +61,17 @@ def decoding(model: torch.nn.Module) -> Iterator[None]:
             model.validate_ids = check
 
 
+def not_empty(scores: torch.Tensor, t: int, limit: torch.Tensor, eos_id: int
+              ) -> torch.Tensor:
+    """scores [B, ..., V] of step t with </s> ruled out at the first step for the
+    sentences that may go on (limit [B] above 1)."""
+    if t != 1:
+        return scores
+    eos = torch.arange(scores.size(-1), device=scores.device) == eos_id
+    may_go_on = (limit > 1).view(-1, *[1] * (scores.dim() - 1))
+    return scores.masked_fill(may_go_on & eos, float("-inf"))
+
+
 @torch.no_grad()
 def simple_greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                          eos_id: int, max_extra: int = MAX_EXTRA, use_cache: bool = True
@@ -76,7 +87,8 @@ def simple_greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
         done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
         cache = {} if use_cache else None
         for t in range(1, int(limit.max()) + 1):
-            token = next_token_logits(model, ys, memory, src, cache).argmax(dim=-1)
+            logits = next_token_logits(model, ys, memory, src, cache)
+            token = not_empty(logits, t, limit, eos_id).argmax(dim=-1)
             token = torch.where(done, torch.full_like(token, pad), token)
             at_limit = ~done & (t >= limit)
             token = torch.where(at_limit, torch.full_like(token, eos_id), token)
@@ -128,7 +140,8 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
             logp = (next_token_logits(model, tokens, memory, src_k, cache)
                     .float().log_softmax(-1))
             V = logp.size(-1)
-            logp = end_at_limit(logp.view(B, k, V), t >= limit, eos_id)
+            logp = not_empty(logp.view(B, k, V), t, limit, eos_id)
+            logp = end_at_limit(logp, t >= limit, eos_id)
             cand = (scores[:, :, None] + logp).view(B, k * V)
             top_scores, top_ids = cand.topk(2 * k, dim=1)                 # [B, 2k]
             top_beam, top_tok = top_ids // V, top_ids % V
@@ -224,7 +237,7 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
             logits = next_token_logits(model, ys, memory, src, cache)
             if allowed is not None:
                 logits = logits.masked_fill(~allowed(prefix, alive), float("-inf"))
-            token = logits.argmax(dim=-1)
+            token = not_empty(logits, t, limit, eos_id).argmax(dim=-1)
             if t in limit_steps:
                 token = torch.where(t >= limit, eos_id, token)
             out[alive, t - 1] = token
@@ -355,7 +368,7 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
             if allowed is not None:
                 rows_sentence = alive.repeat_interleave(k)
                 logp = logp.masked_fill(~allowed(tokens, rows_sentence), float("-inf"))
-            logp = logp.view(b, k, V)
+            logp = not_empty(logp.view(b, k, V), t, limit, eos_id)
             # these sentences must end now
             at_limit = t >= limit                                          # [b]
             if t in limit_steps:

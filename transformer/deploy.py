@@ -218,10 +218,12 @@ class CTranslate2Model:
         # output_limits: </s> included
         limit = min(longest + max_extra, self.max_len - 1)
         piece = self.vocab.sp.id_to_piece
-        # every finished hypothesis with its plain log-probability (no engine penalty)
+        # every finished hypothesis with its plain log-probability (no engine penalty),
+        # none empty (decode.not_empty)
         results = self.translator.translate_batch(
             [[piece(i) for i in s] for s in sources], beam_size=beam_size,
             length_penalty=0, max_decoding_length=limit - 1, max_batch_size=0,
+            min_decoding_length=1,
             num_hypotheses=max(beam_size, nbest or 1), return_scores=True)
         ids = lambda hyp: [self.vocab.sp.piece_to_id(p) for p in hyp]
         # ranked by the paper's penalty, with </s> counted in the length as ours counts

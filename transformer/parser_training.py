@@ -178,11 +178,12 @@ def last_rounds_choice(records: dict[str, dict]) -> dict:
     return {"setting": name, **scored[name], "all": scored}
 
 
-def last_rounds_rule(compared: str, why: str = "") -> str:
-    """last_rounds_choice in words, for the pilot comparing `compared`."""
+def last_rounds_rule(compared: str, why: str = "", the_one: bool = False) -> str:
+    """last_rounds_choice in words, for the pilot comparing `compared`; `the_one` as
+    the vocabulary pilot's rule was worded ("the one with the lower ...")."""
     return (f"{compared}, the one with the higher mean greedy dev F1 over its last "
             f"{VOCAB_LAST} of {PILOT_ROUNDS} rounds; within 0.1 F1 of each other, the "
-            f"{'one with the ' if why.startswith(' (the') else ''}lower mean dev "
+            f"{'one with the ' if the_one else ''}lower mean dev "
             f"perplexity over those rounds{why}")
 
 
@@ -190,7 +191,8 @@ def last_rounds_rule(compared: str, why: str = "") -> str:
 VOCAB_PILOT = Pilot("vocab", tuple(Setting.of({"vocab_model": v}, f"{v}-source")
                                    for v in ("bpe", "word")),
                     last_rounds_rule("of the two source vocabularies",
-                                     " (the targets are the same tokens under both)"),
+                                     " (the targets are the same tokens under both)",
+                                     the_one=True),
                     last_rounds_choice)
 # attention dropout at the vocabulary pilot's choice, whose own run is the rate 0
 ATTN_RATES = (0.1, 0.2)

@@ -244,7 +244,10 @@ class Pilot:
 
     def grid(self, results: str | Path) -> list[Setting]:
         """Its settings, each with the changes of the choice it starts from."""
-        start = self.start(results)
+        return self.settings_from(self.start(results))
+
+    def settings_from(self, start: tuple[Setting, dict] | None) -> list[Setting]:
+        """Its settings on top of `start` (see start): the choice read once."""
         base = start[0].changes if start else {}
         return [Setting.of(base | s.changes, s.name) for s in self.settings]
 
@@ -255,7 +258,7 @@ class Pilot:
         start = self.start(results)
         choose = self.choose if start is None else (
             lambda records: self.choose({start[0].name: start[1], **records}))
-        return pilot(self.grid(results), trial, choose, self.rule, self.folder(results),
+        return pilot(self.settings_from(start), trial, choose, self.rule, self.folder(results),
                      try_now, self.variants)
 
 
@@ -263,7 +266,7 @@ class Pilot:
         """The setting it chose (its start's own, where that won), or None where it chose
         none; ValueError before it has chosen."""
         start = self.start(results)
-        settings = self.grid(results) + ([start[0]] if start else [])
+        settings = self.settings_from(start) + ([start[0]] if start else [])
         return chosen_setting(self.folder(results), settings)
 
 
@@ -273,11 +276,11 @@ class Pilot:
         in its folder beside `runs`: a copy, made once, so that the pilot's rounds are the
         run's first and the pilot's own run is left as its record says."""
         run, source = Path(run), self.folder(runs) / setting.name
+        if run.exists():               # begun before: the pilot's folders may be gone since
+            return
         if not source.is_dir():
             raise ValueError(f"{source} does not exist: the pilot has not trained "
                              f"{setting.name}")
-        if run.exists():
-            return
         with run_lock(source):
             shutil.copytree(source, run, ignore=shutil.ignore_patterns(LOCK))
             shutil.copytree(source.with_name(source.name + "-select"),
