@@ -192,6 +192,23 @@ def test_a_saved_model_file_converts_like_its_run(tmp_path, vocab, sources, caps
         assert engine.translate_ids([s], beam_size=1, max_extra=5)[0] == ours
 
 
+def test_an_export_refuses_a_vocabulary_that_is_not_its_own(tmp_path, vocab):
+    """An export whose vocab.model was overwritten by another (a training run took its folder) translated
+    "Zwei Hund spielen imow." with exit code 0: the loader compares the vocabulary with the engine's own
+    (shared_vocabulary.json), and a damaged positions.json is named."""
+    make_run(tmp_path / "run", vocab)
+    main([str(tmp_path / "run"), str(tmp_path / "ct2")])
+    CTranslate2Model(tmp_path / "ct2")
+    other = train_vocab([("ein kleiner Hund", "a small dog")] * 50, vocab_size=300)
+    other.save(tmp_path / "ct2" / "vocab.model")
+    with pytest.raises(ValueError, match="vocab.model is not the vocabulary the model was exported with"):
+        CTranslate2Model(tmp_path / "ct2")
+    vocab.save(tmp_path / "ct2" / "vocab.model")
+    (tmp_path / "ct2" / "positions.json").write_text('{"max_len": ')
+    with pytest.raises(ValueError, match=r"positions\.json is damaged"):
+        CTranslate2Model(tmp_path / "ct2")
+
+
 def test_bad_input_is_refused_with_the_reason(tmp_path, vocab, capsys):
     with pytest.raises(SystemExit):
         main([str(tmp_path / "nowhere"), str(tmp_path / "out")])

@@ -206,6 +206,50 @@ def test_a_run_killed_before_its_first_checkpoint_starts_again_with_the_same_com
     assert (run / "train_log.csv.before-start-over").read_bytes() == kept
 
 
+def test_a_run_killed_while_its_first_checkpoint_was_being_made_starts_again(run):
+    """Killed after step 4 was logged (its first saving step) but before the checkpoint was written (the dev
+    score comes first), the run was refused three times out of three with "is the disk that holds them
+    mounted?": a saving step proves a checkpoint only once a later step is logged."""
+    from transformer.run import could_have_saved
+    from transformer.train import train
+    for path in checkpoint_paths(run):
+        path.unlink()
+    log = run / "train_log.csv"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:5]))                          # steps 1-4: the save at step 4 unfinished
+    assert not could_have_saved(run, tiny())
+    log.write_text("".join(lines[:6]))                          # step 5 logged: step 4's checkpoint was made
+    assert could_have_saved(run, tiny())
+    log.write_text("".join(lines[:5]))
+    messages = []
+    assert train(tiny(), run, log=messages.append, **QUIET)["steps"] == 12
+    assert any("before its first checkpoint" in m for m in messages)
+
+
+@pytest.mark.parametrize("damaged", ["data.pt", "vocab.model", "pickled data.pt"])
+def test_a_run_with_damaged_prepared_data_is_refused_by_name(run, damaged):
+    """A damaged data.pt or vocab.model gave a raw traceback, and a data.pt holding a pickled object gave
+    PyTorch's advice to load it with weights_only=False, which must never be followed: each is named, with
+    what to do, and nothing is changed."""
+    import datetime
+    import pickle
+    from transformer.train import train
+    if damaged == "pickled data.pt":
+        with open(run / "data.pt", "wb") as f:
+            pickle.dump({"train": datetime.date(2026, 1, 1)}, f, protocol=2)
+    else:
+        (run / damaged).write_bytes(b"not what it was")
+    for path in checkpoint_paths(run):
+        path.unlink()                                           # so that the data is read at all
+    (run / "train_log.csv").unlink()
+    before = snapshot(run)
+    with pytest.raises(ValueError) as err:
+        train(tiny(max_steps=16), run, log=lambda msg: None, **QUIET)
+    text = str(err.value)
+    assert "prepared data" in text and "Move both aside" in text and "weights_only" not in text
+    assert snapshot(run) == before
+
+
 # ------------------------------------------------------------------------ the API --
 
 def test_nbest_takes_one_sentence_as_one_sentence(greedy):
@@ -463,3 +507,44 @@ def test_a_log_row_cut_short_is_dropped_when_the_run_resumes(tmp_path):
     assert log.read_text(encoding="utf-8").splitlines() == ["step,loss,lr", "10,5.5,0.001"]
     truncate_log(log, ["step", "loss", "lr"], 5)                                     # after the checkpoint
     assert log.read_text(encoding="utf-8").splitlines() == ["step,loss,lr"]
+
+
+def test_a_file_given_as_input_is_read_a_group_of_lines_at_a_time(small_model, tmp_path, capsys, monkeypatch):
+    """A 250 MB --input file was read whole (3.3 GB held, 90 s before the first output, and 40 s to obey
+    SIGTERM inside one long encode): a file streams as a pipe does, in groups of at most 256 lines, each
+    translated and written before the next is read, with progress on stderr."""
+    from transformer import translate
+    groups = []
+    real = translate.write_translations
+    monkeypatch.setattr(translate, "write_translations",
+                        lambda translator, lines, first, *args, **kw: groups.append((first, len(lines)))
+                        or real(translator, lines, first, *args, **kw))
+    (tmp_path / "in.en").write_text("A dog runs.\n" * 600, encoding="utf-8")
+    code, err = run_main(translate_main, [str(small_model), "--input", str(tmp_path / "in.en"), "--output",
+                                          str(tmp_path / "out.de"), "--beam", "1"], capsys)
+    assert code == 0, err
+    assert [n for _, n in groups] == [256, 256, 88] and [f for f, _ in groups] == [1, 257, 513]
+    assert len((tmp_path / "out.de").read_text(encoding="utf-8").splitlines()) == 600
+    assert "600" in err and "lines" in err                     # the progress line
+
+
+def test_the_temporary_files_of_writers_killed_outright_are_removed_by_the_next(tmp_path):
+    """kill -9 leaves a writer's hidden .NAME.XXXX.part behind, and they piled up: the next writer of the same
+    file removes those whose process on this machine is gone, and nothing else (a live writer's, a user's)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from transformer.data import atomic_file
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = socket.gethostname()
+    dead = tmp_path / f".out.de.{host}.{gone.pid}-abcd_123.part"
+    alive = tmp_path / f".out.de.{host}.{os.getppid()}-abcd_123.part"
+    users = [tmp_path / ".out.de.notes.part", tmp_path / f".out.de.otherhost.{gone.pid}-abcd_123.part"]
+    for path in [dead, alive, *users]:
+        path.write_text("x")
+    with atomic_file(tmp_path / "out.de") as tmp:
+        tmp.write_text("done\n")
+    assert not dead.exists() and alive.exists() and all(p.exists() for p in users)
+    assert (tmp_path / "out.de").read_text() == "done\n"

@@ -412,3 +412,25 @@ def test_the_evaluation_command_says_where_it_wrote_the_translations(finished_ru
     # the score first (a file that cannot be written must not cost it), then where the translations went
     *_, score, where = capsys.readouterr().err.rstrip().splitlines()
     assert score.startswith("BLEU ") and where == f"translations in {run / 'h.de'}"
+
+
+def test_the_shipped_model_file_is_scored_on_its_own_corpus_without_src_and_ref(tmp_path):
+    """`evaluate results/multi30k-cpu/model.pt` asked for --src and --ref: a model file takes the corpus of the
+    profile.json beside it when that profile describes the model (the shipped model sits beside its run's);
+    the same file elsewhere, or beside another run's profile, still asks for them."""
+    import shutil
+    from transformer.evaluate import corpus_of
+    from transformer.run import SHIPPED_MODEL
+    need_corpus("multi30k", "test")
+    assert corpus_of(SHIPPED_MODEL) == "multi30k"
+    result = evaluate_run(SHIPPED_MODEL, "test", beam_size=1, max_sentences=3, progress=False)
+    assert result["sentences"] == 3 and result["split"] == "test"
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SHIPPED_MODEL, alone / "model.pt")
+    with pytest.raises(ValueError, match="give --src and --ref"):
+        evaluate_run(alone / "model.pt", "test", beam_size=1, max_sentences=3, progress=False)
+    other = json.loads((SHIPPED_MODEL.parent / "profile.json").read_text())
+    other["vocab_size"] += 1
+    (alone / "profile.json").write_text(json.dumps(other))
+    assert corpus_of(alone / "model.pt") is None

@@ -105,6 +105,33 @@ def test_a_folder_that_is_not_a_run_is_refused(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["thesis.tex"]
 
 
+@pytest.mark.parametrize("kind", ["ctranslate2 export", "own profile.json"])
+def test_a_folder_with_files_named_like_a_runs_is_not_taken_for_one(tmp_path, kind):
+    """A CTranslate2 export (whose vocab.model is named like a run's) was taken as a run and its vocabulary
+    overwritten; so was a folder holding a profile.json of one's own. A run is what holds a run's history
+    (run_info.json) or its lock; anything else is left as it was."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    names = (["model.bin", "config.json", "shared_vocabulary.json", "vocab.model", "positions.json"]
+             if kind == "ctranslate2 export" else ["profile.json"])
+    for name in names:
+        (folder / name).write_text(f"the user's {name}")
+    before = snapshot(folder)
+    with pytest.raises(ValueError, match="not a training run.*no run_info.json.*nothing was changed"):
+        train(tiny(), folder, log=lambda msg: None, **QUIET)
+    assert snapshot(folder) == before and not (folder / ".lock").exists()
+
+
+def test_start_over_keeps_a_copy_of_the_profile_and_the_history_it_rewrites(run):
+    for path in checkpoint_paths(run):
+        path.unlink()
+    before = snapshot(run)
+    train(tiny(), run, start_over=True, log=lambda msg: None, **QUIET)
+    for name in ("profile.json", "run_info.json"):
+        assert (run / f"{name}.before-start-over").read_bytes() == before[Path(name)]
+    assert len(json.loads((run / "run_info.json").read_text())) == len(json.loads(before[Path("run_info.json")])) + 1
+
+
 @pytest.mark.parametrize("change", [dict(warmup_steps=0), dict(preset="huge"), dict(max_steps=0),
                                     dict(max_minutes=-1.0), dict(train_pairs=0), dict(save_every_minutes=0.0),
                                     dict(model={"d_model": 30}), dict(vocab_size=3)])

@@ -76,9 +76,8 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         if "Unsupported global" in str(err):
             raise CheckpointError(
                 f"{path} holds Python objects other than tensors and plain data "
-                f"({str(err).splitlines()[0]}...). It is refused because unpickling "
-                f"them could run code. If you trust where it comes from, "
-                f"torch.load(path, weights_only=False) opens it.") from None
+                f"({str(err).splitlines()[0]}...). It is refused: unpickling them "
+                f"could run code, and no file this package writes holds any") from None
         reason = _reason(err)
     except Exception as err:         # zip, EOF, key errors: all mean a damaged file
         reason = _reason(err)

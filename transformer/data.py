@@ -4,17 +4,21 @@
 section 5.1)."""
 
 __all__ = [
-    "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "atomic_file", "read_json",
-    "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "NORMALIZATION", "train_vocab",
-    "atomic_write_bytes", "TokenArray", "ParallelData", "encode_pairs", "token_batches", "collate",
-    "BatchStream", "split_batch", "accumulation_steps", "padded_length", "batch_shape",
+    "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "remove_leftovers",
+    "atomic_file", "read_json", "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "NORMALIZATION",
+    "train_vocab", "atomic_write_bytes", "TokenArray", "ParallelData", "encode_pairs",
+    "token_batches", "collate", "BatchStream", "split_batch", "accumulation_steps", "padded_length",
+    "batch_shape",
 ]
 
 import contextlib
+import glob
 import json
 import math
 import os
 import random
+import re
+import socket
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -72,6 +76,23 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[tuple[str,
     return list(zip(src, tgt))
 
 
+def remove_leftovers(dest: Path, suffix: str) -> None:
+    """The temporary files beside `dest` (atomic_file's) whose writer ran on this
+    machine and is gone: a process killed outright cannot remove its own."""
+    mine = re.compile(rf"\.{re.escape(dest.name)}\.{re.escape(socket.gethostname())}"
+                      rf"\.(\d+)-\w{{8}}{re.escape(suffix)}")
+    for path in dest.parent.glob(f".{glob.escape(dest.name)}.*{suffix}"):
+        found = mine.fullmatch(path.name)
+        if found is None or int(found[1]) == os.getpid():
+            continue
+        try:
+            os.kill(int(found[1]), 0)        # signal 0: only asks whether it exists
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+        except PermissionError:              # another user's process, alive
+            pass
+
+
 @contextlib.contextmanager
 def atomic_file(dest: str | Path, suffix: str = ".part") -> Iterator[Path]:
     """A temporary path beside `dest` that is renamed to `dest` only when the block
@@ -79,9 +100,11 @@ def atomic_file(dest: str | Path, suffix: str = ".part") -> Iterator[Path]:
 
     A rename is atomic, so a write that is killed or fails half-way (a full disk, say)
     never leaves a file under the final name, and the file it replaces stays whole. The
-    temporary name is unique (".NAME.XXXXXXXX" + suffix), so two writers of the same
-    `dest` never share it and no file of the user's is taken for it; it is removed
-    either way. A link at `dest` is written through, and the file keeps its permissions.
+    temporary name is unique (".NAME.HOST.PID-XXXXXXXX" + suffix), so two writers of
+    the same `dest` never share it and no file of the user's is taken for it; it is
+    removed either way, and those of writers on this machine that were killed outright
+    (kill -9) are removed by the next writer. A link at `dest` is written through, and
+    the file keeps its permissions.
     A `dest` that is not a plain file (a FIFO, a device such as /dev/null, /dev/stdout)
     is written to as it is, and never replaced.
     """
@@ -91,7 +114,9 @@ def atomic_file(dest: str | Path, suffix: str = ".part") -> Iterator[Path]:
         return
     if dest.is_symlink():
         dest = dest.resolve()
-    fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix, dir=dest.parent)
+    remove_leftovers(dest, suffix)
+    prefix = f".{dest.name}.{socket.gethostname()}.{os.getpid()}-"
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=dest.parent)
     os.close(fd)
     tmp = Path(name)
     try:

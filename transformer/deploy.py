@@ -5,7 +5,7 @@ chapter 6.1)."""
 
 __all__ = [
     "refuse_unconvertible", "ctranslate2_spec", "export_ctranslate2", "EXPORT_FILES",
-    "check_export_folder", "CTranslate2Model", "EXAMPLES", "main",
+    "check_export_folder", "export_vocab", "export_max_len", "CTranslate2Model", "EXAMPLES", "main",
 ]
 
 import argparse
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from transformer.checkpoint import CheckpointError, save_model
-from transformer.data import Vocab
+from transformer.data import Vocab, read_json
 from transformer import decode
 from transformer.decode import ALPHA, BEAM, MAX_EXTRA, length_penalty
 from transformer.cli import check_writable, positive_int
@@ -176,6 +176,34 @@ def check_export_folder(out_dir: str | Path) -> None:
                          f"holds {held}); give a new or empty folder")
 
 
+def export_vocab(model_dir: Path) -> Vocab:
+    """An export's vocab.model, refused unless its pieces are the engine's own
+    (shared_vocabulary.json): another vocabulary turns every id into another word."""
+    again = ("make the export again with python -m transformer.deploy RUN_DIR "
+             f"{model_dir}")
+    try:
+        vocab = Vocab.load(model_dir / "vocab.model")
+        engine = json.loads((model_dir / "shared_vocabulary.json").read_text("utf-8"))
+    except (OSError, RuntimeError, ValueError) as err:
+        raise ValueError(f"{model_dir}: its vocabulary cannot be read "
+                         f"({str(err).strip().splitlines()[-1]}); {again}") from None
+    if [vocab.sp.id_to_piece(i) for i in range(len(vocab))] != engine:
+        raise ValueError(f"{model_dir / 'vocab.model'} is not the vocabulary the model "
+                         f"was exported with (shared_vocabulary.json); {again}")
+    return vocab
+
+
+def export_max_len(model_dir: Path) -> int:
+    """The positions the exported model has (positions.json)."""
+    path = model_dir / "positions.json"
+    again = ("make the export again with python -m transformer.deploy RUN_DIR "
+             f"{model_dir}")
+    saved = read_json(path, again)
+    if not isinstance(saved, dict) or not isinstance(saved.get("max_len"), int):
+        raise ValueError(f"{path} names no max_len; {again}")
+    return saved["max_len"]
+
+
 class CTranslate2Model:
     """A converted model and its vocabulary: translate() takes and returns raw text,
     like decode.translate."""
@@ -188,8 +216,7 @@ class CTranslate2Model:
             raise FileNotFoundError(f"no CTranslate2 model in {model_dir}; "
                                     "make one with python -m transformer.deploy "
                                     f"RUN_DIR {model_dir}")
-        self.vocab = Vocab.load(model_dir / "vocab.model")
-        self.max_len = json.loads((model_dir / "positions.json").read_text())["max_len"]
+        self.vocab, self.max_len = export_vocab(model_dir), export_max_len(model_dir)
         try:
             self.translator = ctranslate2.Translator(
                 str(model_dir), device="cpu", compute_type=compute_type,

@@ -5,7 +5,7 @@ sentence, and the evaluation of a run (paper section 6.1)."""
 
 __all__ = [
     "check_parallel", "sacre_bleu", "split_compounds", "tokenized_bleu", "attention_maps",
-    "encoder_similarity", "COLLAPSED", "evaluate_run", "EXAMPLES", "main",
+    "encoder_similarity", "COLLAPSED", "corpus_of", "evaluate_run", "EXAMPLES", "main",
 ]
 
 import argparse
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from transformer.checkpoint import CheckpointError
+from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.cli import (check_writable, length_penalty_alpha, positive_int,
                              write_lines)
 from transformer.corpora import DownloadError, load_split, split_paths
@@ -119,6 +119,23 @@ def encoder_similarity(model: Transformer, vocab: Vocab, sentences: list[str]) -
 COLLAPSED = 0.9
 
 
+def corpus_of(run_dir: str | Path) -> str | None:
+    """The corpus a run folder's profile.json names; for a model file, the one the
+    profile.json beside it names if that profile describes the model; else None."""
+    if Path(run_dir).is_dir():
+        return run_profile(run_dir).get("corpus")
+    profile = run_profile(Path(run_dir).parent)
+    if not profile:
+        return None
+    saved = load_checkpoint(run_dir)
+    if not isinstance(saved, dict) or not {"model_config", "vocab"} <= saved.keys():
+        return None                   # not a model; load_model says what it is
+    cfg, n_vocab = saved["model_config"], len(Vocab(saved["vocab"]))
+    alike = (n_vocab == profile.get("vocab_size")
+             and all(cfg.get(k) == v for k, v in profile.get("model", {}).items()))
+    return profile.get("corpus") if alike else None
+
+
 def evaluate_run(run_dir: str | Path, split: str = "test",
                  average_last: int | None = None, beam_size: int = BEAM,
                  alpha: float = ALPHA,
@@ -139,10 +156,11 @@ def evaluate_run(run_dir: str | Path, split: str = "test",
                              f"{len(refs)}: they must be line-aligned")
         corpus, split = None, str(src)
     else:
-        corpus = run_profile(run_dir).get("corpus")
+        corpus = corpus_of(run_dir)
         if corpus is None:
-            raise ValueError(f"{run_dir} has no profile.json naming its corpus; "
-                             f"give --src and --ref files to score it on")
+            raise ValueError(f"{run_dir} has no profile.json naming its corpus (nor "
+                             f"one of its run beside it); give --src and --ref files "
+                             f"to score it on")
         split_paths(corpus, split, data_root)       # refuses an unknown split now
         pairs = load_split(corpus, split, data_root)
         sources, refs = [s for s, _ in pairs], [t for _, t in pairs]

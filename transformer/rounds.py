@@ -258,8 +258,8 @@ class Pilot:
         start = self.start(results)
         choose = self.choose if start is None else (
             lambda records: self.choose({start[0].name: start[1], **records}))
-        return pilot(self.settings_from(start), trial, choose, self.rule, self.folder(results),
-                     try_now, self.variants)
+        return pilot(self.settings_from(start), trial, choose, self.rule,
+                     self.folder(results), try_now, self.variants)
 
 
     def chosen(self, results: str | Path) -> Setting | None:

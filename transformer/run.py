@@ -71,8 +71,11 @@ class RunInUse(RuntimeError):
 
 @contextlib.contextmanager
 def run_folder(out_dir: str | Path, main: bool = True) -> Iterator[Path]:
-    """Claim out_dir for one training process: create it, refuse a folder that holds
-    other things than a run, and lock it so that a second training into the same
+    """Claim out_dir for one training process: create it, refuse a folder that is not
+    a run (one with files but neither the run's history, run_info.json, nor the lock
+    that every run folder keeps, .lock: a file named like a run's, such as a
+    CTranslate2 export's vocab.model or a profile.json of one's own, is not enough),
+    and lock it so that a second training into the same
     folder stops instead of interleaving its logs and checkpoints. The lock goes with
     the process (a killed run leaves none behind), and a folder made here that is still
     empty at the end (the run failed before writing) goes too."""
@@ -86,11 +89,12 @@ def run_folder(out_dir: str | Path, main: bool = True) -> Iterator[Path]:
     except OSError as err:
         raise ValueError(f"--out {out_dir}: cannot make a run folder there "
                          f"({err.strerror})") from None
-    others = [p.name for p in out_dir.iterdir()
-              if p.name not in RUN_FILES and not p.name.startswith(".")]
-    if others and not any((out_dir / name).exists() for name in RUN_FILES):
+    files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
+    if files and not ((out_dir / RUN_INFO).exists() or (out_dir / LOCK).exists()):
         raise ValueError(f"--out {out_dir} is not a training run (it holds "
-                         f"{', '.join(sorted(others)[:3])}...); choose a new folder")
+                         f"{', '.join(files[:3])}{'...' if len(files) > 3 else ''}, "
+                         f"but no {RUN_INFO}); nothing was changed: choose a new "
+                         f"folder")
     try:
         with run_lock(out_dir):
             yield out_dir
@@ -176,32 +180,41 @@ def logged_steps(out_dir: str | Path) -> int:
 
 
 def could_have_saved(out_dir: str | Path, profile: Profile) -> bool:
-    """Whether the run's training log reaches a step at which `profile` writes a
-    checkpoint (every save_every_steps, every save_every_minutes, at max_steps). A log
-    that cannot be read counts as yes: only a sure "no" may restart a run."""
+    """Whether the run's training log shows that a checkpoint was written: a step at
+    which `profile` saves (every save_every_steps, every save_every_minutes, at
+    max_steps) with a later step logged, for a step's checkpoint is written after its
+    row and its dev score, and the next step only after the checkpoint. A log that
+    cannot be read counts as yes: only a sure "no" may restart a run."""
     try:
         log = read_log(Path(out_dir) / TRAIN_LOG)
         steps, elapsed = log["step"], log["elapsed_s"]
     except (OSError, KeyError, TypeError, ValueError):    # a line cut short, say
         return True
     minutes, last = profile.save_every_minutes, profile.max_steps
-    return bool((steps >= profile.save_every_steps).any()
-                or (last is not None and (steps >= last).any())
-                or (minutes and (elapsed >= 60 * minutes).any()))
+    saves = steps % profile.save_every_steps == 0
+    if last is not None:
+        saves |= steps >= last
+    if minutes:
+        saves |= elapsed >= 60 * minutes
+    return bool(saves[:-1].any())          # the last row's save may not have finished
 
 
 def set_logs_aside(out_dir: str | Path) -> None:
     """Keep a run's logs under new names (train_log.csv ->
     train_log.csv.before-start-over, numbered if that is taken), so that a run trained
-    again from step 0 starts new ones beside them."""
-    for name in (TRAIN_LOG, DEV_LOG):
+    again from step 0 starts new ones beside them; and a copy of the profile and the
+    history of starts that the new start rewrites (profile.json, run_info.json)."""
+    for name in (TRAIN_LOG, DEV_LOG, PROFILE, RUN_INFO):
         path = Path(out_dir) / name
         if path.exists():
             aside, n = path.with_name(f"{name}.before-start-over"), 1
             while aside.exists():
                 n += 1
                 aside = path.with_name(f"{name}.before-start-over-{n}")
-            path.rename(aside)
+            if name in (PROFILE, RUN_INFO):
+                shutil.copy2(path, aside)
+            else:
+                path.rename(aside)
 
 
 def load_latest_checkpoint(out_dir: str | Path, log: Callable[[str], None] = print,
@@ -396,10 +409,20 @@ def prepare_data(profile: Profile, out_dir: str | Path, rt: "Runtime",
         if waited % 60 < poll_seconds:
             log(f"rank {rt.rank}: waiting for the first process to prepare {data_path} "
                 f"({waited / 60:.0f} min)")
-    saved = torch.load(data_path, weights_only=True)
-    train, dev = (ParallelData(TokenArray.from_state(s), TokenArray.from_state(t))
-                  for s, t in (saved["train"], saved["dev"]))
-    return Vocab.load(vocab_path), train, dev
+    try:
+        saved = load_checkpoint(data_path)       # tensors and plain data only
+        train, dev = (ParallelData(TokenArray.from_state(s), TokenArray.from_state(t))
+                      for s, t in (saved["train"], saved["dev"]))
+        vocab = Vocab.load(vocab_path)
+    except (CheckpointError, KeyError, TypeError, ValueError, RuntimeError,
+            OSError) as err:
+        reason = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
+        raise ValueError(
+            f"{out_dir}'s prepared data ({DATA}, {VOCAB}) cannot be read: {reason}. "
+            f"Move both aside and the same command prepares them again from the "
+            f"corpus; a run with checkpoints resumes only if the vocabulary comes out "
+            f"the same") from None
+    return vocab, train, dev
 
 
 def load_model(run_dir: str | Path, average_last: int | None = None,

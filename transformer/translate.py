@@ -4,8 +4,8 @@
 python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
-    "Translator", "LINE_END", "line_groups", "read_input", "write_translations", "output_to",
-    "EXAMPLES", "build_parser", "sigterm_as_interrupt", "main",
+    "Translator", "LINE_END", "line_groups", "open_input", "read_input", "write_translations",
+    "output_to", "EXAMPLES", "build_parser", "sigterm_as_interrupt", "main",
 ]
 
 import argparse
@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO, overload
+
+from tqdm import tqdm
 
 from transformer import decode
 from transformer.checkpoint import CheckpointError
@@ -159,14 +161,21 @@ def line_groups(stream: BinaryIO, label: str, most: int = 256
             return
 
 
-def read_input(path: str) -> list[str]:
-    """The lines of a file of sentences, read as standard input is (line_groups: every
-    line end counts); a folder or a missing file is refused by name."""
+def open_input(path: str) -> BinaryIO:
+    """A file of sentences, opened to be read as standard input is (line_groups: every
+    line end counts, a group at a time, so that a file of any size is read in constant
+    memory); a folder or a missing file is refused by name."""
     if Path(path).is_dir():
         raise ValueError(f"{path} is a folder; give a file of sentences, one a line")
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    with open(path, "rb") as f:
+    return open(path, "rb")
+
+
+def read_input(path: str) -> list[str]:
+    """All the lines of a file of sentences (open_input), for a file that fits in
+    memory."""
+    with open_input(path) as f:
         return [line for _, group in line_groups(f, path) for line in group]
 
 
@@ -213,9 +222,9 @@ EXAMPLES = """examples:
 
 With no model given, the Multi30k model that ships with the repository translates:
 it learned from 29,000 image captions, and sentences far from that domain come out
-poorly. Translations are written as they are made when the input is a pipe; an
---output file appears only once every line is translated (an existing one is kept
-if anything fails)."""
+poorly. Translations are written as they are made, a group of lines at a time, from
+a file as from a pipe; an --output file appears only once every line is translated
+(an existing one is kept if anything fails)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -282,21 +291,23 @@ def main(argv: list[str] | None = None) -> None:
         if args.output:
             reads = [args.input or "-", args.model or SHIPPED_MODEL]
             check_writable(args.output, reads)
-        lines = read_input(args.input) if args.input else None
+        stream = open_input(args.input) if args.input else None
         translator = Translator.from_run(args.model, args.average, args.device,
                                          beam_size=args.beam, alpha=args.alpha,
                                          batch_tokens=args.batch_tokens)
     except (CheckpointError, FileNotFoundError, ValueError) as err:
         fail(err)
-    groups = ([(1, lines)] if lines is not None
-              else line_groups(sys.stdin.buffer, "standard input"))
     kept = f"; {args.output} is unchanged" if args.output else ""
     first = 1
+    # a file is read as a pipe is, a group of lines at a time; its progress on stderr
+    bar = tqdm(desc="translated", unit=" lines", disable=stream is None, mininterval=2)
     try:
-        with sigterm_as_interrupt(), output_to(args.output) as out:
-            for first, group in groups:
+        with (stream or contextlib.nullcontext(sys.stdin.buffer)) as source, bar, \
+                sigterm_as_interrupt(), output_to(args.output) as out:
+            for first, group in line_groups(source, args.input or "standard input"):
                 write_translations(translator, group, first, out, args.nbest,
-                                   args.too_long, progress=lines is not None)
+                                   args.too_long)
+                bar.update(len(group))
     except TooLong as err:
         fail(f"line {first + err.index} has {err.tokens} pieces; the model accepts "
              f"fewer than {err.max_len}: shorten it, or pass --too-long truncate "
