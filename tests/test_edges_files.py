@@ -71,6 +71,7 @@ def test_a_damaged_run_file_is_named_with_what_to_do(name, tmp_path):
 def test_the_train_command_names_a_damaged_data_manifest(tmp_path, capsys):
     from transformer.train import main as train_main
     (tmp_path / DATA_MANIFEST).write_text("{", encoding="utf-8")
+    (tmp_path / ".lock").write_text("")                        # a run folder's, as every run has
     code, _ = run_main(train_main, ["--profile", "tiny", "--out", str(tmp_path), "--no-progress"], capsys)
     # sys.exit(message): the one line the user sees, exit status 1
     assert isinstance(code, str) and code.startswith(f"error: {tmp_path / DATA_MANIFEST} is damaged")
@@ -548,3 +549,17 @@ def test_the_temporary_files_of_writers_killed_outright_are_removed_by_the_next(
         tmp.write_text("done\n")
     assert not dead.exists() and alive.exists() and all(p.exists() for p in users)
     assert (tmp_path / "out.de").read_text() == "done\n"
+
+
+def test_a_line_of_several_sentences_is_said_once_on_stderr(small_model, tmp_path, capsys):
+    """A line holding several sentences got one translated, in silence: the first such line is named once on
+    standard error (an abbreviation such as "Mr." does not count), and every line is still translated."""
+    from transformer.translate import say_if_several
+    assert not say_if_several(["Mr. Smith walks to St. Louis.", "The U.S. Army parades."], 1)
+    capsys.readouterr()
+    (tmp_path / "in.en").write_text("A dog runs.\nA dog runs. A man sits.\nTwo cats sleep! A bird sings.\n",
+                                    encoding="utf-8")
+    code, err = run_main(translate_main, [str(small_model), "--input", str(tmp_path / "in.en"), "--output",
+                                          str(tmp_path / "out.de"), "--beam", "1"], capsys)
+    assert code == 0 and err.count("looks like more than one sentence") == 1 and "line 2 " in err
+    assert len((tmp_path / "out.de").read_text(encoding="utf-8").splitlines()) == 3

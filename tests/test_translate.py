@@ -132,3 +132,21 @@ def test_the_run_record_s_command_can_be_pasted_back(monkeypatch):
     from transformer.runlog import command_line
     monkeypatch.setattr(sys, "argv", ["transformer/train.py", "--out", "my runs/a b", "--set", "name='x y'"])
     assert shlex.split(command_line())[-4:] == ["--out", "my runs/a b", "--set", "name='x y'"]
+
+
+def test_a_wheel_finds_the_shipped_model_in_the_data_folder(tmp_path, monkeypatch):
+    """After a wheel install, Translator.from_run() raised FileNotFoundError: the wheel does not carry the
+    model. The site's model.pt saved in the data folder is the shipped model; without it, the error says
+    where to put it."""
+    import shutil
+    from transformer import translate
+    from transformer.run import SHIPPED_MODEL
+    if not SHIPPED_MODEL.is_file():
+        pytest.skip("the shipped model is not in this checkout")
+    monkeypatch.setattr(translate, "SHIPPED_MODEL", tmp_path / "not-in-a-wheel" / "model.pt")
+    monkeypatch.setenv("TRANSFORMER_DATA", str(tmp_path / "data"))
+    with pytest.raises(FileNotFoundError, match=r"save the book site's downloads/model\.pt there"):
+        Translator.from_run()
+    (tmp_path / "data").mkdir()
+    shutil.copy(SHIPPED_MODEL, tmp_path / "data" / "model.pt")
+    assert Translator.from_run(beam_size=1).translate(["A dog runs."])[0]

@@ -73,8 +73,9 @@ class RunInUse(RuntimeError):
 def run_folder(out_dir: str | Path, main: bool = True) -> Iterator[Path]:
     """Claim out_dir for one training process: create it, refuse a folder that is not
     a run (one with files but neither the run's history, run_info.json, nor the lock
-    that every run folder keeps, .lock: a file named like a run's, such as a
-    CTranslate2 export's vocab.model or a profile.json of one's own, is not enough),
+    that every run folder keeps, .lock, nor a run's prepared data, data.pt with its
+    data.json: a file named like a run's, such as a CTranslate2 export's vocab.model or
+    a profile.json of one's own, is not enough),
     and lock it so that a second training into the same
     folder stops instead of interleaving its logs and checkpoints. The lock goes with
     the process (a killed run leaves none behind), and a folder made here that is still
@@ -90,7 +91,9 @@ def run_folder(out_dir: str | Path, main: bool = True) -> Iterator[Path]:
         raise ValueError(f"--out {out_dir}: cannot make a run folder there "
                          f"({err.strerror})") from None
     files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
-    if files and not ((out_dir / RUN_INFO).exists() or (out_dir / LOCK).exists()):
+    # a run's history, its lock, or its prepared data (a run about to begin)
+    marks = [(RUN_INFO,), (LOCK,), (DATA, DATA_MANIFEST)]
+    if files and not any(all((out_dir / n).exists() for n in m) for m in marks):
         raise ValueError(f"--out {out_dir} is not a training run (it holds "
                          f"{', '.join(files[:3])}{'...' if len(files) > 3 else ''}, "
                          f"but no {RUN_INFO}); nothing was changed: choose a new "

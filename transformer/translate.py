@@ -4,8 +4,9 @@
 python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
-    "Translator", "LINE_END", "line_groups", "open_input", "read_input", "write_translations",
-    "output_to", "EXAMPLES", "build_parser", "sigterm_as_interrupt", "main",
+    "shipped_model", "Translator", "LINE_END", "line_groups", "open_input", "read_input",
+    "SENTENCE_END", "ABBREVIATIONS", "say_if_several", "write_translations", "output_to",
+    "EXAMPLES", "build_parser", "sigterm_as_interrupt", "main",
 ]
 
 import argparse
@@ -21,6 +22,7 @@ from tqdm import tqdm
 
 from transformer import decode
 from transformer.checkpoint import CheckpointError
+from transformer.corpora import data_dir
 from transformer.cli import check_writable, length_penalty_alpha, positive_int
 from transformer.data import Vocab, atomic_file, decode_line
 from transformer.decode import (ALPHA, BEAM, TOO_LONG, Engine, ModelEngine, TooLong,
@@ -28,6 +30,18 @@ from transformer.decode import (ALPHA, BEAM, TOO_LONG, Engine, ModelEngine, TooL
 from transformer.deploy import CTranslate2Model
 from transformer.machine import resolve_device
 from transformer.run import SHIPPED_MODEL, load_model
+
+
+def shipped_model() -> Path:
+    """The shipped model: the repository's, else the book site's downloads/model.pt
+    saved in the data folder (a wheel does not carry it)."""
+    for path in (SHIPPED_MODEL, data_dir() / SHIPPED_MODEL.name):
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f"the shipped model is in neither {SHIPPED_MODEL} (a clone's) nor "
+        f"{data_dir() / SHIPPED_MODEL.name}: save the book site's downloads/model.pt "
+        f"there (the folder is $TRANSFORMER_DATA, or ~/.cache/transformer-data)")
 
 
 class Translator:
@@ -58,12 +72,9 @@ class Translator:
         as many as its profile averages), a file written by save_model, one training
         checkpoint, a CTranslate2 export folder, or, with no path, the model that ships
         with the repository."""
-        path = Path(path) if path is not None else SHIPPED_MODEL
+        path = Path(path) if path is not None else shipped_model()
         if not path.exists():
-            hint = (" (the shipped model is part of the repository: run from a clone, "
-                    "or pass the path of the book site's downloads/model.pt)"
-                    if path == SHIPPED_MODEL else "")
-            raise FileNotFoundError(f"no run folder or model file {path}{hint}")
+            raise FileNotFoundError(f"no run folder or model file {path}")
         one_model = path.is_file() or (path / "model.bin").is_file()
         if average_last is not None and one_model:
             raise ValueError(f"{path} holds one model, already made: averaging "
@@ -177,6 +188,23 @@ def read_input(path: str) -> list[str]:
     memory."""
     with open_input(path) as f:
         return [line for _, group in line_groups(f, path) for line in group]
+
+
+# a word of two letters or more, an end of sentence, and a capital: "... dog. A man ..."
+SENTENCE_END = re.compile(r"\b(\w{2,})[.!?]+[\"')\]]*\s+[\"'(\[]*[A-Z]")
+ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "no", "mt"}
+
+
+def say_if_several(lines: list[str], first: int) -> bool:
+    """Warn on standard error about the first of `lines` (the first is line `first`)
+    that looks like more than one sentence; whether one did."""
+    for k, line in enumerate(lines):
+        if any(m[1].lower() not in ABBREVIATIONS for m in SENTENCE_END.finditer(line)):
+            print(f"line {first + k} looks like more than one sentence; the model "
+                  f"translates a line as one sentence and may leave some out: put each "
+                  f"sentence on a line of its own (said once)", file=sys.stderr)
+            return True
+    return False
 
 
 def write_translations(translator: Translator, lines: list[str], first: int,
@@ -298,13 +326,14 @@ def main(argv: list[str] | None = None) -> None:
     except (CheckpointError, FileNotFoundError, ValueError) as err:
         fail(err)
     kept = f"; {args.output} is unchanged" if args.output else ""
-    first = 1
+    first, said = 1, False
     # a file is read as a pipe is, a group of lines at a time; its progress on stderr
     bar = tqdm(desc="translated", unit=" lines", disable=stream is None, mininterval=2)
     try:
         with (stream or contextlib.nullcontext(sys.stdin.buffer)) as source, bar, \
                 sigterm_as_interrupt(), output_to(args.output) as out:
             for first, group in line_groups(source, args.input or "standard input"):
+                said = said or say_if_several(group, first)
                 write_translations(translator, group, first, out, args.nbest,
                                    args.too_long)
                 bar.update(len(group))
