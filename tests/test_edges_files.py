@@ -563,3 +563,17 @@ def test_a_line_of_several_sentences_is_said_once_on_stderr(small_model, tmp_pat
                                           str(tmp_path / "out.de"), "--beam", "1"], capsys)
     assert code == 0 and err.count("looks like more than one sentence") == 1 and "line 2 " in err
     assert len((tmp_path / "out.de").read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_the_train_command_says_a_full_disk_at_a_resume_in_one_line(run, monkeypatch, capsys):
+    """A full disk when a run resumes gave a raw traceback: the command says which folder could not be
+    written and what to do, and the run's files are as they were."""
+    from transformer.train import main as train_main
+    before = snapshot(run)
+    monkeypatch.setattr(pathlib.Path, "write_text", full_disk_after(10))
+    code, _ = run_main(train_main, ["--profile", "tiny", "--out", str(run), "--no-progress",
+                                    "--set", "max_steps=16", "save_every_steps=4", "eval_every=1000"], capsys)
+    assert isinstance(code, str) and "No space left on device" in code and "same command" in code, code
+    monkeypatch.undo()
+    assert {k: v for k, v in snapshot(run).items() if k.name not in ("train_log.csv", "dev_log.csv")} == {
+        k: v for k, v in before.items() if k.name not in ("train_log.csv", "dev_log.csv")}

@@ -325,6 +325,9 @@ def main(argv: list[str] | None = None) -> None:
     except (CheckpointError, DownloadError, RunInUse, ValueError,
             FileNotFoundError) as err:
         sys.exit(f"error: {err}")
+    except OSError as err:           # the disk (full, gone), not the request: one line
+        sys.exit(f"error: cannot write into {out}: {err.strerror or err}; what was "
+                 f"written before is whole: free the disk and run the same command")
     except KeyboardInterrupt:
         # files are written whole or not at all: nothing half-made is kept
         print(f"interrupted; to continue (from the last checkpoint, if any), run: "
