@@ -301,7 +301,8 @@ def test_the_tokenizer_applies_the_normalisation_rule_as_sentencepiece_does(tmp_
 def test_every_search_setting_matches_the_readable_decoders_on_a_small_model(torch_model, tmp_path):
     """A small untrained model whose </s> is likely, and an output limit of 3 extra tokens: the
     page's searches must equal simple_greedy_decode and simple_beam_search exactly, through
-    hypotheses that end early, all hypotheses ending, and the forced </s> at the limit."""
+    hypotheses that end early (never before a first token), all hypotheses ending, and the forced
+    </s> at the limit."""
     vocab = torch_model[1]
     torch.manual_seed(1)
     model = Transformer(TransformerConfig.preset("tiny", max_len=64), len(vocab)).eval()
@@ -330,5 +331,6 @@ def test_every_search_setting_matches_the_readable_decoders_on_a_small_model(tor
         ours = [t for t in ours[0].tolist() if t != model.cfg.pad_id]
         assert page == ours[:-1], (text, beam, alpha)   # the page leaves out </s>
         lengths.add(len(page))
-    # outputs that ended at the first step, later, and at the limit
-    assert 0 in lengths and len(lengths) >= 4, lengths
+    # outputs of several lengths, the forced </s> at the limit among them, and none empty
+    # (decode.not_empty: the first step cannot end a sentence)
+    assert 0 not in lengths and len(lengths) >= 4, lengths

@@ -130,8 +130,7 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
         src_k = src.repeat_interleave(k, dim=0)
         tokens = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
         scores = torch.zeros(B, k, device=dev)
-        # all k rows start identical: keep only one alive at first
-        scores[:, 1:] = float("-inf")
+        scores[:, 1:] = float("-inf")        # k rows alike at first: keep one alive
         finished = [[] for _ in range(B)]    # per sentence: (normalised score, ids)
         done = torch.zeros(B, dtype=torch.bool, device=dev)
         cache = {} if use_cache else None

@@ -448,8 +448,11 @@
     const limit = outputLimit(model, src.length), hyp = model.newHypothesis(bos);
     for (let t = 1; t <= limit; t++) {
       const {logits, attention} = model.step([hyp], memory);
+      // as decode.not_empty: no output of only </s> where the sentence may go on
+      const noEnd = t === 1 && limit > 1;
       let token = 0;  // the first of equal maxima, as torch.argmax
-      for (let i = 1; i < logits.length; i++) if (logits[i] > logits[token]) token = i;
+      for (let i = 1; i < logits.length; i++)
+        if (!(noEnd && i === eos) && logits[i] > logits[token]) token = i;
       if (t >= limit) token = eos;
       hyp.tokens.push(token);
       hyp.attention.push(attention[0]);
@@ -488,7 +491,9 @@
       const V = logp[0].length, cand = new Float32Array(k * V);
       for (let j = 0; j < k; j++)
         for (let i = 0; i < V; i++) {
-          const lp = t >= limit && i !== eos ? -Infinity : logp[j][i];
+          // the limit forces </s>; the first step rules it out (decode.not_empty)
+          const ruledOut = t >= limit ? i !== eos : t === 1 && i === eos;
+          const lp = ruledOut ? -Infinity : logp[j][i];
           cand[j * V + i] = scores[j] + lp;
         }
       const top = topIndices(cand, 2 * k);
