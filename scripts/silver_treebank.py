@@ -3,7 +3,8 @@
     python scripts/silver_treebank.py                   # the first treebank: WMT news, about an hour
     python scripts/silver_treebank.py --treebank large  # at least 50,000 kept trees, hours; see below
 
-Both resume when killed, at one CPU thread. The paper's 92.7 comes from adding about 17M sentences that
+Both resume when killed, at one CPU thread a process; `--worker 0/2` and `--worker 1/2` in two processes
+share the large one's shards between two cores. The paper's 92.7 comes from adding about 17M sentences that
 another parser had parsed. Here the other parser is chapter 6.3's own PCFG (read from the training trees),
 and its confidence is the rule fixed before the first parse: every sentence is parsed by the two grammars
 that scored best on dev with gold tags (results/parsing/baselines.json: horizontal/vertical Markov orders
@@ -121,12 +122,15 @@ class Treebank:
     shard: int          # sentences a shard
     read: object        # data folder -> [(source, tagged)]
     task: str
+    # True: shards gzip'd in the repository, each naming its code; the record counts per source and checks
+    # with gold tags too. False: the first treebank's layout, kept so that its record reads the same.
+    committed: bool = True
 
 
 TREEBANKS = {t.name: t for t in (
     Treebank("semi", "results/parsing-semi", "runs/silver-treebank", 250, news_sets,
              "a silver treebank for the semi-supervised parser: English news sentences parsed by the "
-             "book's PCFG (tagger's tags), kept where the two best grammars on dev agree"),
+             "book's PCFG (tagger's tags), kept where the two best grammars on dev agree", committed=False),
     Treebank("large", "results/silver-treebank", "results/silver-treebank/shards", 500, english_text,
              "a silver treebank of at least 50,000 kept trees for the semi-supervised parser's learning "
              "curve: WSJ sentences (gold tags), news and Brown sentences (tagger's tags) parsed by the book's "
@@ -161,7 +165,7 @@ def dev_check(grammars, tag, dev) -> dict:
 
 
 def shard_path(work: Path, treebank: Treebank, index: int) -> Path:
-    return work / (f"shard-{index:05d}.jsonl" + (".gz" if treebank.name != "semi" else ""))
+    return work / (f"shard-{index:05d}.jsonl" + (".gz" if treebank.committed else ""))
 
 
 def read_shard(path: Path) -> tuple[dict, list[dict]]:
@@ -181,11 +185,12 @@ def write_shard(path: Path, header: dict, lines: list[str]) -> None:
             Path(tmp).write_text(text, encoding="utf-8")
 
 
-def parse_shards(treebank, sentences, work, grammars, tagger, limit_shards=None):
-    """Parse every shard not yet on disk, each written whole."""
+def parse_shards(treebank, sentences, work, grammars, tagger, limit_shards=None, worker=(0, 1)):
+    """Parse every shard not yet on disk, each written whole; worker (i, n) takes every n-th from the i-th."""
     from tqdm import tqdm
     starts = range(0, len(sentences), treebank.shard)
-    todo = [s for s in starts if not shard_path(work, treebank, s // treebank.shard).exists()]
+    todo = [s for s in starts if not shard_path(work, treebank, s // treebank.shard).exists()
+            and (s // treebank.shard) % worker[1] == worker[0]]
     for first in tqdm(todo[:limit_shards], desc=f"silver shards ({len(starts) - len(todo)} done before)",
                       unit="shard", mininterval=30):
         shard_started, lines, sources = time.time(), [], {}
@@ -196,7 +201,7 @@ def parse_shards(treebank, sentences, work, grammars, tagger, limit_shards=None)
             lines.append(json.dumps({"set": source, "tree": tree.pformat(margin=10**9),
                                      "derived": derived, "agreement": agree}))
         header = {"seconds": round(time.time() - shard_started, 2)}
-        if treebank.name != "semi":
+        if treebank.committed:
             header.update(first=first, sources=sources, teachers=TEACHERS, **CODE_AT_START)
         write_shard(shard_path(work, treebank, first // treebank.shard), header, lines)
     return starts
@@ -226,6 +231,9 @@ def main(argv=None):
     parser.add_argument("--work", help="the shards' folder (default: the treebank's)")
     parser.add_argument("--limit", type=int, help="parse only the first N sentences (a smoke test)")
     parser.add_argument("--shards", type=int, help="parse at most N more shards, then stop")
+    parser.add_argument("--worker", default="0/1", metavar="I/N",
+                        help="parse only every N-th shard, from the I-th: N processes of 0/N ... N-1/N share "
+                             "the parse without a shard parsed twice (each at one thread)")
     parser.add_argument("--record", action="store_true",
                         help="write the record from the shards there are, parsing nothing")
     add_uncommitted_flag(parser)
@@ -233,6 +241,9 @@ def main(argv=None):
     for name in ("limit", "shards"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             parser.error(f"--{name} must be positive")
+    worker = tuple(int(x) for x in args.worker.split("/") if x.isdigit())
+    if len(worker) != 2 or args.worker.count("/") != 1 or not worker[0] < worker[1]:
+        parser.error(f"--worker must be I/N with 0 <= I < N, not {args.worker!r}")
     treebank = TREEBANKS[args.treebank]
     results = Path(args.results or ROOT / treebank.results)
     work = Path(args.work or ROOT / treebank.shards)
@@ -243,7 +254,7 @@ def main(argv=None):
     marker = work / "sentences.json"
     fingerprint = {"sources": sorted({s for s, _ in sentences}), "tokens": [MIN_TOKENS, MAX_TOKENS],
                    "sentences": len(sentences), "grammars": GRAMMARS, "shard": treebank.shard}
-    if treebank.name == "semi":                     # as the first treebank's shards were marked
+    if not treebank.committed:                     # as the first treebank's shards were marked
         fingerprint = {"sets": NEWS_SETS, **{k: v for k, v in fingerprint.items() if k != "sources"}}
     fingerprint = json.loads(json.dumps(fingerprint))     # as it reads back: lists, not tuples
     if marker.exists() and json.loads(marker.read_text()) != fingerprint:
@@ -256,24 +267,24 @@ def main(argv=None):
     tagger = train_tagger(trees["train"])
     starts = range(0, len(sentences), treebank.shard)
     if not args.record:
-        parse_shards(treebank, sentences, work, grammars, tagger, args.shards)
-        if treebank.name != "semi":
+        parse_shards(treebank, sentences, work, grammars, tagger, args.shards, worker)
+        if treebank.committed:
             return
     entries, done = summary(treebank, starts, work)
     checks = {"tagger": dev_check(grammars, lambda t: tagger.tag(t.leaves()), trees["dev"])}
-    if treebank.name != "semi":
+    if treebank.committed:
         checks["gold tags"] = dev_check(grammars, lambda t: t.pos(), trees["dev"])
     results.mkdir(parents=True, exist_ok=True)
-    if treebank.name == "semi":
+    if not treebank.committed:
         with atomic_file(results / "silver.jsonl.gz") as tmp:
             with gzip.GzipFile(tmp, "wb", mtime=0) as out:
                 out.write("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode("utf-8"))
     n_kept = sum(map(silver_kept, entries))
     record = {
         "task": treebank.task,
-        "sources": NEWS_SETS if treebank.name == "semi" else list(TOKENS),
+        "sources": NEWS_SETS if not treebank.committed else list(TOKENS),
         "tokens": {"min": MIN_TOKENS, "max": MAX_TOKENS,
-                   "tokeniser": TOKENS["news"] if treebank.name == "semi" else TOKENS},
+                   "tokeniser": TOKENS["news"] if not treebank.committed else TOKENS},
         "grammars": [{"horizontal": h, "vertical": v} for h, v in GRAMMARS],
         "rule": "kept when both grammars derive a tree and the two trees are identical (agreement F1 100)",
         "sentences": len(entries), "kept": n_kept,
@@ -284,7 +295,7 @@ def main(argv=None):
         "threads": 1,
         "limit": args.limit,
     }
-    if treebank.name != "semi":
+    if treebank.committed:
         record.update(dev_check_gold_tags=checks["gold tags"], per_source=done["per_source"],
                       selected=len(sentences), shards={"done": len(entries) and -(-len(entries) // treebank.shard),
                                                       "all": len(starts)})

@@ -540,3 +540,25 @@ def test_the_silver_rule_keeps_agreeing_derived_trees_only():
     assert silver_kept({"derived": [True, True], "agreement": 100.0})
     assert not silver_kept({"derived": [True, False], "agreement": 100.0})   # one grammar fell back to flat
     assert not silver_kept({"derived": [True, True], "agreement": 99.5})
+
+
+def test_silver_workers_share_the_shards_without_parsing_one_twice(tmp_path, monkeypatch):
+    import importlib
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    silver = importlib.import_module("silver_treebank")
+    parsed = []
+
+    def parse_both(grammars, tagged):        # stands for the two grammars; records what it was given
+        parsed.append(tagged[0][0])
+        return Tree("S", [Tree(t, [w]) for w, t in tagged]), [True, True], 100.0
+    monkeypatch.setattr(silver, "parse_both", parse_both)
+    bank = replace(silver.TREEBANKS["large"], shard=2)
+    sentences = [("wsj", [(f"w{i}", "NN"), ("x", "NN"), ("y", "NN")]) for i in range(7)]
+    for worker in ((1, 3), (0, 3), (2, 3), (1, 3)):          # the last one finds its shards done
+        silver.parse_shards(bank, sentences, tmp_path, None, None, worker=worker)
+    assert sorted(parsed) == [f"w{i}" for i in range(7)]    # each sentence once, all of them
+    entries, done = silver.summary(bank, range(0, 7, 2), tmp_path)
+    assert [e["tree"].split()[2] for e in entries] == [f"w{i})" for i in range(7)]
+    assert done["per_source"] == {"wsj": {"sentences": 7, "kept": 7}}
