@@ -29,15 +29,11 @@ tokens: CKY time grows with the cube of the length.
 import argparse
 import gzip
 import json
-import os
 import re
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")                # one thread: the CKY cells are small
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,6 +43,7 @@ from transformer.parsing import (PCFG, bracket_scores, brackets, pcfg_parse, rea
                                  silver_kept, train_tagger)
 from transformer.runlog import CODE_AT_START, add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
 from nltk import Tree  # noqa: E402
+import torch  # noqa: E402
 
 GRAMMARS = [(1, 2), (2, 2)]     # (horizontal, vertical): the two best on dev in baselines.json, best first
 TEACHERS = [f"PCFG h{h} v{v}" for h, v in GRAMMARS]
@@ -224,6 +221,31 @@ def summary(treebank, starts, work) -> tuple[list[dict], dict]:
     return entries, {"seconds": seconds, "per_source": per_source}
 
 
+def first_kept(n: int, results: Path, work: Path, treebank: Treebank = TREEBANKS["large"]):
+    """The first n kept trees of a committed treebank in its shards' order, read from the shards its record
+    counts, and what they are: ValueError where the record is missing or does not match its shards, or
+    where they hold fewer than n kept trees."""
+    try:
+        record = json.loads((results / "silver.json").read_text())
+        entries, _ = summary(treebank, range(0, record["sentences"], treebank.shard), work)
+    except (OSError, ValueError, KeyError, EOFError) as err:
+        raise ValueError(f"{results / 'silver.json'} and its shards in {work} cannot be read ({err})") from None
+    if len(entries) != record["sentences"] or sum(map(silver_kept, entries)) != record["kept"]:
+        raise ValueError(f"{results / 'silver.json'} counts {record['sentences']} sentences and {record['kept']} "
+                         f"kept trees, but its shards in {work} hold {len(entries)} and "
+                         f"{sum(map(silver_kept, entries))}; write the record again with --record")
+    kept = [(i, e) for i, e in enumerate(entries) if silver_kept(e)][:n]
+    if len(kept) < n:
+        raise ValueError(f"{results / 'silver.json'} holds {record['kept']} kept trees, fewer than {n}; parse "
+                         f"more with python scripts/silver_treebank.py --treebank {treebank.name}, then --record")
+    per_source = {}
+    for _, e in kept:
+        per_source[e["set"]] = per_source.get(e["set"], 0) + 1
+    return [Tree.fromstring(e["tree"]) for _, e in kept], {
+        "treebank": f"{treebank.results}/silver.json", "trees": n, "sentences_read": kept[-1][0] + 1 if kept else 0,
+        "kept_per_source": per_source, "teachers": TEACHERS, "record_commit": record.get("commit")}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--treebank", choices=sorted(TREEBANKS), default="semi")
@@ -238,6 +260,7 @@ def main(argv=None):
                         help="write the record from the shards there are, parsing nothing")
     add_uncommitted_flag(parser)
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)                        # one thread a process: the CKY cells are small
     for name in ("limit", "shards"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             parser.error(f"--{name} must be positive")
