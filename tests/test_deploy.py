@@ -292,6 +292,21 @@ def test_both_engines_go_through_the_one_text_loop(shipped, monkeypatch):
     assert heard == [("ModelEngine", 0), ("CTranslate2Model", 0)]
 
 
+def test_pasted_hyphens_joiners_and_curly_quotes_read_as_the_plain_sentence_on_both_engines(shipped):
+    """A soft hyphen or word joiner inside a word, and curly quotes and apostrophes, gave byte pieces or
+    marks only the German side knows, and garbled translations; every engine reads the plain sentence's
+    pieces through decode.TYPED, and so translates it the same."""
+    from transformer.decode import ModelEngine, as_typed, translate_text
+    model, vocab, ct2, _ = shipped
+    plain = ["A man's dog runs across the \"old\" bridge.", "A man rides on a street with 'two' signs."]
+    pasted = ["A man\u2019s dog runs ac\u00adross the \u201cold\u201d bri\u2060dge.",
+              "A man rides on a str\u00adeet with \u2018two\u2019 si\u2060gns."]
+    assert [vocab.pieces(as_typed(p)) for p in pasted] == [vocab.pieces(p) for p in plain]
+    assert all(vocab.pieces(p) != vocab.pieces(q) for p, q in zip(pasted, plain))
+    for engine in (ModelEngine(model.eval(), vocab), ct2):
+        assert translate_text(engine, pasted, beam_size=2) == translate_text(engine, plain, beam_size=2)
+
+
 def test_a_line_of_only_invisible_characters_is_blank_on_both_engines(shipped):
     """A line of only a byte-order mark, a zero-width space or a direction mark made up a sentence on PyTorch
     ("Ein Mann.") and gave an empty line on CTranslate2: the vocabulary drops those characters, so the line is

@@ -264,6 +264,7 @@ def test_the_tokenizer_matches_on_the_whole_test_and_dev_sets(torch_model, tmp_p
     """Every sentence of Multi30k's dev and test sets, both sides, encoded and decoded; and 3,000
     random id sequences (byte pieces, special ids, word pieces) decoded as Vocab.decode does."""
     from transformer.corpora import load_split
+    from transformer.decode import as_typed
     _, vocab = torch_model
     texts = [s for split in ("dev", "test") for pair in load_split("multi30k", split) for s in pair]
     rng = random.Random(0)
@@ -271,7 +272,8 @@ def test_the_tokenizer_matches_on_the_whole_test_and_dev_sets(torch_model, tmp_p
              for _ in range(rng.randrange(13))] for _ in range(3000)]
     out = run_node(tmp_path, EXPORT, "d => ({ids: d.texts.map(t => vocab.encode(t).ids), "
                    "text: d.seqs.map(s => vocab.decode(s))})", {"texts": texts, "seqs": seqs})
-    assert out["ids"] == vocab.encode(texts)
+    # the page reads text as every engine does, TYPED's characters replaced (the German side's „ “)
+    assert out["ids"] == vocab.encode([as_typed(t) for t in texts])
     assert out["text"] == vocab.decode(seqs)
     assert any(0x80 <= i - 4 < 0xC0 for s in seqs for i in s)   # stray continuation bytes were tried
 
@@ -284,6 +286,7 @@ def test_the_tokenizer_applies_the_normalisation_rule_as_sentencepiece_does(tmp_
     from tests.conftest import need_corpus
     from transformer.corpora import load_split
     from transformer.data import NORMALIZATION, train_vocab
+    from transformer.decode import as_typed
     need_corpus("multi30k", "dev")
     vocab = train_vocab(load_split("multi30k", "dev"), vocab_size=1000)
     assert NORMALIZATION == "nmt_nfkc"
@@ -294,7 +297,23 @@ def test_the_tokenizer_applies_the_normalisation_rule_as_sentencepiece_does(tmp_
     odd = " \t\u00a0\u2009\u200b\u200f\ufeff\u2026\u2581\ufb01ＡＢ１²é\u0301\u3000，。ab"
     texts += ["".join(rng.choice(odd) for _ in range(rng.randrange(1, 12))) for _ in range(3000)]
     out = run_node(tmp_path, tmp_path / "model.js", "d => d.map(t => vocab.encode(t).ids)", texts)
-    assert out == vocab.encode(texts)
+    # the page reads text as every engine does: TYPED's characters replaced first
+    assert out == vocab.encode([as_typed(t) for t in texts])
+    assert any(as_typed(t) != t for t in texts)
+
+
+@needs_node
+def test_the_page_reads_pasted_hyphens_joiners_and_curly_quotes_as_the_plain_sentence(torch_model, tmp_path):
+    """The committed page's model: a soft hyphen, a word joiner and curly quotes give the plain sentence's
+    ids, as on every Python engine (decode.TYPED, which the payload carries)."""
+    from transformer.decode import TYPED
+    _, vocab = torch_model
+    assert read_payload(EXPORT)["vocab"]["typed"] == TYPED
+    plain = ["A man's dog runs across the \"old\" bridge.", "Zwei \"M\u00e4nner\" gehen."]
+    pasted = ["A man\u2019s dog runs ac\u00adross the \u201cold\u201d bri\u2060dge.",
+              "Zwei \u201eM\u00e4n\u00adner\u201c gehen."]
+    out = run_node(tmp_path, EXPORT, "d => d.map(t => vocab.encode(t).ids)", pasted)
+    assert out == vocab.encode(plain)
 
 
 @needs_node

@@ -7,7 +7,8 @@ __all__ = [
     "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "decoding", "not_empty",
     "simple_greedy_decode", "length_penalty", "end_at_limit", "simple_beam_search", "best_finished",
     "sequence_logprob", "greedy_decode", "beam_search", "length_batches", "TOO_LONG", "TooLong",
-    "fit_lengths", "check_search", "Engine", "ModelEngine", "translate_text", "translate",
+    "fit_lengths", "check_search", "Engine", "ModelEngine", "TYPED", "as_typed", "translate_text",
+    "translate",
 ]
 
 import contextlib
@@ -510,6 +511,19 @@ class ModelEngine:
         return beam(self.model, src, BOS, EOS, beam_size, alpha, max_extra, **limit)
 
 
+# characters of pasted text that the corpora's English does not hold, and what the
+# model reads instead: invisible marks inside a word go, typographic quotes turn plain
+TYPED = {"\u00ad": "", "\u2060": "",                    # soft hyphen, word joiner
+         "\u2018": "'", "\u2019": "'",                   # single quotes, the apostrophe
+         "\u201c": '"', "\u201d": '"', "\u201e": '"'}   # double quotes, the low one too
+_TYPED = str.maketrans(TYPED)
+
+
+def as_typed(text: str) -> str:
+    """`text` with each of TYPED's characters replaced, as the corpora would type it."""
+    return text.translate(_TYPED)
+
+
 def translate_text(engine: Engine, sentences: str | Iterable[str],
                    beam_size: int = BEAM, alpha: float = ALPHA,
                    max_extra: int = MAX_EXTRA, batch_tokens: int = 20000,
@@ -534,7 +548,8 @@ def translate_text(engine: Engine, sentences: str | Iterable[str],
                               batch_tokens, False, too_long, nbest, constrain,
                               report)[0]
     sentences, vocab = list(sentences), engine.vocab
-    ids = fit_lengths([s + [EOS] for s in vocab.encode(sentences)], engine.max_len,
+    ids = fit_lengths([s + [EOS] for s in vocab.encode(list(map(as_typed, sentences)))],
+                      engine.max_len,
                       too_long, report)
     out = [[] if nbest else "" for _ in ids]
     # a line with no piece but </s> (blank, or only invisible characters such as a

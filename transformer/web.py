@@ -23,6 +23,7 @@ import torch
 from transformer.checkpoint import CheckpointError
 from transformer.corpora import DownloadError, load_split
 from transformer.data import BOS, EOS, Vocab, atomic_file
+from transformer.decode import TYPED
 from transformer.cli import check_writable
 from transformer.model import Transformer, TransformerConfig
 from transformer.paper import DECODING
@@ -109,6 +110,8 @@ def vocab_table(vocab: Vocab) -> dict:
             # a trie of the texts the rule rewrites and what it writes for them; empty
             # for the "identity" rule of older vocabularies
             "normalizer": base64.b64encode(spec.precompiled_charsmap).decode("ascii"),
+            # what the page replaces before that rule, as every engine does (6.1)
+            "typed": TYPED,
             # the sentencepiece model itself, so that Python can check the page's ids
             "model": base64.b64encode(vocab.proto).decode("ascii")}
 

@@ -114,14 +114,18 @@
       this.unkId = this.kinds.indexOf(UNKNOWN);
       this.rewrite = vocab.normalizer ? charsmapRewriter(bytesOf(vocab.normalizer))
                                       : text => text;
+      // characters of pasted text the corpora do not type (soft hyphen, curly quotes...)
+      // and what every engine reads instead (decode.TYPED in Python)
+      this.typed = new Map(Object.entries(vocab.typed || {}));
     }
 
-    // The vocabulary's rule rewrites the text (chapter 5.1); then runs of spaces shrink
-    // to one and leading spaces go; every space becomes WORD_START, one more marks the
-    // first word, and trailing marks are dropped (also those typed as WORD_START, as
-    // sentencepiece does).
+    // TYPED's characters are replaced and the vocabulary's rule rewrites the text
+    // (chapter 5.1); then runs of spaces shrink to one and leading spaces go; every space
+    // becomes WORD_START, one more marks the first word, and trailing marks are dropped
+    // (also those typed as WORD_START, as sentencepiece does).
     normalize(text) {
-      const squeezed = this.rewrite(text).replace(/ +/g, " ").replace(/^ /, "");
+      const typed = Array.from(text, c => this.typed.has(c) ? this.typed.get(c) : c).join("");
+      const squeezed = this.rewrite(typed).replace(/ +/g, " ").replace(/^ /, "");
       return (WORD_START + squeezed.replace(/ /g, WORD_START)).replace(/\u2581+$/, "");
     }
 
