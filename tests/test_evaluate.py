@@ -329,6 +329,11 @@ def test_evaluate_run_scores_a_pair_of_files_cased_and_lowercased(finished_run, 
     ref.write_text("\n".join(refs[:2]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="has 3 lines but .* has 2: they must be line-aligned"):
         evaluate_run(run, src=src, ref=ref, progress=False)
+    # files from another system: CR or CRLF ends a line too, as in translate's input
+    src.write_bytes("\r".join(SOURCES[:3]).encode("utf-8") + b"\r")
+    ref.write_bytes("\r\n".join(refs).encode("utf-8"))
+    again = evaluate_run(run, src=src, ref=ref, progress=False)
+    assert again["sources"] == SOURCES[:3] and again["references"] == refs and again["sentences"] == 3
 
 
 def test_a_whole_number_of_at_least_one(capsys):

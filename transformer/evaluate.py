@@ -23,11 +23,12 @@ from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.cli import (check_writable, length_penalty_alpha, positive_int,
                              write_lines)
 from transformer.corpora import DownloadError, load_split, split_paths
-from transformer.data import EOS, Vocab, read_lines
+from transformer.data import EOS, Vocab
 from transformer.decode import ALPHA, BEAM, check_search, decoding, translate
 from transformer.machine import resolve_device
 from transformer.model import Transformer
 from transformer.run import check_not_ctranslate2, load_model, run_profile
+from transformer.translate import read_input
 
 
 def check_parallel(hyps: list[str], refs: list[str]) -> None:
@@ -150,7 +151,8 @@ def evaluate_run(run_dir: str | Path, split: str = "test",
     if (src is None) != (ref is None):
         raise ValueError("give both a source file and a reference file, or neither")
     if src is not None:
-        sources, refs = read_lines(src), read_lines(ref)
+        # files the user names: lines end as they do for translate (LF, CRLF or CR)
+        sources, refs = read_input(str(src)), read_input(str(ref))
         if len(sources) != len(refs):
             raise ValueError(f"{src} has {len(sources)} lines but {ref} has "
                              f"{len(refs)}: they must be line-aligned")
