@@ -4,7 +4,7 @@
 section 5.1)."""
 
 __all__ = [
-    "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "remove_leftovers",
+    "LINE_END", "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "remove_leftovers",
     "atomic_file", "read_json", "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "NORMALIZATION",
     "train_vocab", "atomic_write_bytes", "TokenArray", "ParallelData", "encode_pairs",
     "token_batches", "collate", "BatchStream", "split_batch", "accumulation_steps", "padded_length",
@@ -27,6 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+
+# where a line of text a user gives ends (an editor of any system): LF, CRLF or lone CR
+LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 def decode_line(raw: bytes, number: int, label: str) -> str:
@@ -53,14 +57,20 @@ def iter_utf8_lines(path: str | Path, label: str) -> Iterator[str]:
             yield decode_line(raw, number, label)
 
 
-def read_lines(path: str | Path) -> list[str]:
+def read_lines(path: str | Path, any_line_end: bool = False) -> list[str]:
     """The lines of a UTF-8 text file, without line endings: the package's reader of
-    corpus files (sides of a parallel corpus, references), where only LF ends a line.
-    Clear errors for missing or undecodable files."""
+    corpus files (sides of a parallel corpus, references), where only LF ends a line;
+    with any_line_end, of a file a user names, where CRLF and a lone CR end one too
+    (LINE_END). Clear errors for missing or undecodable files."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    return list(iter_utf8_lines(path, str(path)))
+    if not any_line_end:
+        return list(iter_utf8_lines(path, str(path)))
+    lines = LINE_END.split(path.read_bytes())
+    if lines[-1] == b"":
+        lines.pop()                           # the end of the last line, not a line
+    return [decode_line(raw, n, str(path)) for n, raw in enumerate(lines, 1)]
 
 
 def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[tuple[str, str]]:

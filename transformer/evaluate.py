@@ -23,12 +23,11 @@ from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.cli import (check_writable, length_penalty_alpha, positive_int,
                              write_lines)
 from transformer.corpora import DownloadError, load_split, split_paths
-from transformer.data import EOS, Vocab
+from transformer.data import EOS, Vocab, read_lines
 from transformer.decode import ALPHA, BEAM, check_search, decoding, translate
 from transformer.machine import resolve_device
 from transformer.model import Transformer
 from transformer.run import check_not_ctranslate2, load_model, run_profile
-from transformer.translate import read_input
 
 
 def check_parallel(hyps: list[str], refs: list[str]) -> None:
@@ -152,7 +151,7 @@ def evaluate_run(run_dir: str | Path, split: str = "test",
         raise ValueError("give both a source file and a reference file, or neither")
     if src is not None:
         # files the user names: lines end as they do for translate (LF, CRLF or CR)
-        sources, refs = read_input(str(src)), read_input(str(ref))
+        sources, refs = (read_lines(p, any_line_end=True) for p in (src, ref))
         if len(sources) != len(refs):
             raise ValueError(f"{src} has {len(sources)} lines but {ref} has "
                              f"{len(refs)}: they must be line-aligned")

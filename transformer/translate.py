@@ -4,9 +4,9 @@
 python -m transformer.translate (paper section 6.1)."""
 
 __all__ = [
-    "shipped_model", "Translator", "LINE_END", "line_groups", "open_input", "read_input",
-    "SENTENCE_END", "ABBREVIATIONS", "say_if_several", "write_translations", "output_to",
-    "EXAMPLES", "build_parser", "sigterm_as_interrupt", "main",
+    "shipped_model", "Translator", "line_groups", "open_input", "SENTENCE_END", "ABBREVIATIONS",
+    "say_if_several", "write_translations", "output_to", "EXAMPLES", "build_parser",
+    "sigterm_as_interrupt", "main",
 ]
 
 import argparse
@@ -24,7 +24,7 @@ from transformer import decode
 from transformer.checkpoint import CheckpointError
 from transformer.corpora import data_dir
 from transformer.cli import check_writable, length_penalty_alpha, positive_int
-from transformer.data import Vocab, atomic_file, decode_line
+from transformer.data import LINE_END, Vocab, atomic_file, decode_line
 from transformer.decode import (ALPHA, BEAM, TOO_LONG, Engine, ModelEngine, TooLong,
                                 check_search)
 from transformer.deploy import CTranslate2Model
@@ -139,9 +139,6 @@ class Translator:
                 f"alpha={self.alpha})")
 
 
-LINE_END = re.compile(rb"\r\n|\r|\n")
-
-
 def line_groups(stream: BinaryIO, label: str, most: int = 256
                ) -> Iterator[tuple[int, list[str]]]:
     """The lines of a binary stream in groups of those that have arrived, at most `most`
@@ -181,13 +178,6 @@ def open_input(path: str) -> BinaryIO:
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path}: no such file")
     return open(path, "rb")
-
-
-def read_input(path: str) -> list[str]:
-    """All the lines of a file of sentences (open_input), for a file that fits in
-    memory."""
-    with open_input(path) as f:
-        return [line for _, group in line_groups(f, path) for line in group]
 
 
 # a word of two letters or more, an end of sentence, and a capital: "... dog. A man ..."
