@@ -68,6 +68,23 @@ def test_every_translation_uses_the_glossarys_terms(books):
     assert not found, f"translations that do not use the glossary's term: {found}"
 
 
+def test_the_glossarys_strict_rows_leave_out_the_working_words():
+    """The glossary's first table holds the one-term-per-idea rows that the catalogues are checked
+    against; its later table of the book's working words (run, profile, seed...) is rendered by
+    context and must not become strict rows. The other renderings of the column 又作 go to search."""
+    assert "| run |" in catalogues.GLOSSARY.read_text(encoding="utf-8")
+    spellings = {spelling for row, _ in glossary() for spelling in row}
+    assert "layer normalization" in spellings and "greedy search" in spellings
+    working = {"run", "profile", "schedule", "seed", "collapse", "sweep", "ledger", "pilot", "round", "epoch",
+               "kernel", "gold tree", "silver tree"}
+    assert not working & spellings, f"working words read as strict glossary rows: {working & spellings}"
+    assert all(len(row) >= 2 and row[1] for row in catalogues.glossary_table())
+    words = set(catalogues.search_terms())
+    assert {"层归一化", "掩码", "层规范化", "掩蔽", "集束搜索", "暂退法", "交叉注意力", "贪心搜索", "验证集",
+            "基础模型", "大模型"} <= words
+    assert not any(" " in word for word in words)
+
+
 def test_every_translations_emphasis_closes(books):
     found = {page: broken_emphasis(catalogue) for page, catalogue in books.items()}
     found = {page: problems for page, problems in found.items() if problems}

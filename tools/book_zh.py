@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 from babel.messages.pofile import read_po
 
-from catalogues import CATALOGUES, CJK, glossary
+from catalogues import CATALOGUES, search_terms
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "_ext"))
@@ -74,10 +74,10 @@ def link_or_copy(source, target) -> None:
 
 def search_words(folder: Path) -> Path:
     """The glossary's Chinese terms as a dictionary for the search index's word splitter (jieba), so
-    that 束搜索 or 位置编码 is found as a whole as well as by its parts."""
+    that 束搜索 or 位置编码 is found as a whole as well as by its parts, and so is each term's other
+    rendering (the glossary's column 又作: 层规范化, 集束搜索), which leads a reader to the glossary page."""
     path = folder / "search-words.txt"
-    terms = sorted({chinese for _, chinese in glossary() if CJK.search(chinese)})
-    path.write_text("".join(f"{term} 1000 n\n" for term in terms if " " not in term), encoding="utf-8")
+    path.write_text("".join(f"{term} 1000 n\n" for term in search_terms()), encoding="utf-8")
     return path
 
 

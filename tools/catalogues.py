@@ -83,14 +83,44 @@ def prose(text: str) -> str:
     return re.sub(r"\]\([^)]*\)|<[^>]+>", " ", text)
 
 
-def glossary() -> list[tuple[list[str], str]]:
-    """([English spellings], Chinese) for each row of the glossary's table."""
-    rows = []
+def glossary_table() -> list[list[str]]:
+    """The cells of each row of the glossary's first table, the one-term-per-idea terms. The page's
+    later tables (after the next heading: the book's working words, rendered by context) are not read."""
+    rows, started = [], False
     for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") and started:
+            break
+        if not line.strip().startswith("|"):
+            continue
+        started = True
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) >= 2 and cells[0] not in ("English", "") and not set(cells[0]) <= set("-: "):
-            rows.append(([spelling.strip() for spelling in cells[0].split("/")], cells[1]))
+            rows.append(cells)
     return rows
+
+
+def glossary() -> list[tuple[list[str], str]]:
+    """([English spellings], Chinese) for each row of the glossary's table."""
+    return [([spelling.strip() for spelling in cells[0].split("/")], cells[1]) for cells in glossary_table()]
+
+
+def also_written() -> dict[str, list[str]]:
+    """Chinese term: the other renderings a reader may know or type (the column 又作), which the
+    search must find too; the translation itself uses only the term."""
+    header = next(line for line in GLOSSARY.read_text(encoding="utf-8").splitlines()
+                  if line.strip().startswith("| English"))
+    names = [cell.strip() for cell in header.strip().strip("|").split("|")]
+    if "又作" not in names:
+        return {}
+    column = names.index("又作")
+    return {cells[1]: [word.strip() for word in re.split(r"[、/,，]", cells[column]) if word.strip()]
+            for cells in glossary_table() if len(cells) > column}
+
+
+def search_terms() -> list[str]:
+    """The Chinese words the search must find whole: each glossary term and its alternatives."""
+    words = {chinese for _, chinese in glossary()} | {word for words in also_written().values() for word in words}
+    return sorted(word for word in words if CJK.search(word) and " " not in word)
 
 
 def term_pattern(spelling: str) -> re.Pattern:
