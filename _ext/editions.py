@@ -9,6 +9,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 # folder: where the edition lives inside the site; switch: how a link to it reads; notice: how the
 # other edition's landing page points to this one, in the other's language ({link}: the link to this
@@ -75,6 +76,42 @@ class KeptAsWritten(SphinxTransform):
                         node["translatable"] = False
 
 
+# full-width marks that close or open a phrase: a line of Chinese never starts with the first kind or
+# ends with the second
+CLOSING, OPENING = "，。、；：？！）》」』”’", "（《「『“‘"
+
+
+class MathKeptWithPunctuation(SphinxPostTransform):
+    """Chinese edition: inline math and a full-width mark that touches it form one unbreakable unit
+    (the class keep-together, book.css). Between a formula and a CJK mark the browser may break a line,
+    so a line started with "，" or "）", or ended with "（", beside the math."""
+
+    default_priority = 900
+
+    def run(self, **kwargs):
+        if self.config.language != "zh_CN":
+            return
+        for math in list(self.document.findall(nodes.math)):
+            parent = math.parent
+            at = parent.index(math)
+            before = parent[at - 1] if at > 0 and isinstance(parent[at - 1], nodes.Text) else None
+            after = parent[at + 1] if at + 1 < len(parent) and isinstance(parent[at + 1], nodes.Text) else None
+            lead = before.astext()[-1:] if before is not None else ""
+            trail = after.astext()[:1] if after is not None else ""
+            lead, trail = (lead if lead and lead in OPENING else ""), (trail if trail and trail in CLOSING else "")
+            if not lead and not trail:
+                continue
+            unit = nodes.inline(classes=["keep-together"])
+            if lead:
+                parent.replace(before, nodes.Text(before.astext()[:-1]))
+                unit += nodes.Text(lead)
+            parent.replace(math, unit)
+            unit += math
+            if trail:
+                parent.replace(after, nodes.Text(after.astext()[1:]))
+                unit += nodes.Text(trail)
+
+
 class SeenWords(list):
     """A list that answers `in` from a set. Sphinx's Chinese search keeps every Latin word it has split
     in a list and looks up each word it stems in that list: quadratic, half a minute of each build."""
@@ -103,6 +140,7 @@ def setup(app):
 
     zh.SearchChinese.latin_terms = SeenWords()  # a class attribute, shared by every instance
     app.add_transform(KeptAsWritten)
+    app.add_post_transform(MathKeptWithPunctuation)
     app.connect("config-inited", use_switch_template)
     app.connect("html-page-context", add_switch)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

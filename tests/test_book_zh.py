@@ -176,6 +176,25 @@ def test_the_chinese_pages_link_only_to_pages_of_the_site(whole_book):
     assert not broken, f"links that lead nowhere: {broken}"
 
 
+def test_no_chinese_line_starts_with_the_mark_after_inline_math(whole_book):
+    """Between a formula and a full-width mark the browser may break a line, which then starts with
+    "，" or "）" (or ends with "（"): on the Chinese pages each such pair is one unbreakable unit."""
+    sys.path.insert(0, str(REPO / "_ext"))
+    from editions import CLOSING, OPENING
+    math = r'<span class="math notranslate nohighlight">[^<]*</span>'
+    loose, kept = {}, 0
+    for page in zh_pages(whole_book):
+        text = page.read_text(encoding="utf-8")
+        # the article (the theme's page outline repeats the headings, without the transform)
+        text = text[text.find("<article"):text.rfind("</article>")]
+        kept += text.count('<span class="keep-together">')
+        found = re.findall(rf'(<span class="keep-together">[{OPENING}]?)?{math}[{CLOSING}]', text)
+        found += re.findall(rf'(<span class="keep-together">)?[{OPENING}]{math}', text)
+        if any(not unit for unit in found):
+            loose[page.name] = sum(not unit for unit in found)
+    assert kept > 100 and not loose, f"math beside a full-width mark that may part at a line end: {loose}"
+
+
 def test_the_chinese_edition_can_be_searched_in_chinese(whole_book, books):
     """Sphinx splits Chinese text into words only with jieba (the book extra), and the glossary's terms
     are its words as wholes: without them a search for 束搜索 or 位置编码 finds nothing."""
