@@ -223,7 +223,7 @@ def test_the_chinese_edition_s_page_speaks_chinese(chromium, whole_book, torch_m
     assert element(dom, "button", "translator-go") == "翻译"
     assert element(dom, "th", "translator-beam-label") == "束搜索（k = 4，\u03b1 = 0.6）"
     status = element(dom, "span", "translator-status")
-    assert status.startswith("束搜索（k = 4）：") and "贪心搜索" in status
+    assert status.startswith("束搜索（k = 4）：") and "贪心解码" in status
     dom = open_page(chromium, (whole_book / "zh" / PAGE).as_uri() + "?text=%20%20", tmp_path, seconds=60)
     assert element(dom, "p", "translator-message") == "请先输入一个英语句子。"
 

@@ -46,15 +46,15 @@
       chart: (layer, head, pairs) => `Encoder-decoder attention, layer ${layer}, head ${head}: ${pairs}`,
     },
     zh: {
-      english: "英文", translate: "翻译", beam_size: "束宽", greedy_search: "贪心搜索",
+      english: "英文", translate: "翻译", beam_size: "束宽", greedy_search: "贪心解码",
       beam_search: "束搜索", attention: "编码器-解码器注意力", layer: "层", head: "头", which: "显示",
       loading: "正在加载模型……", gallery: "示例集：模型在测试集上的译文", search: "搜索",
       search_hint: "英文原句、参考译文或模型输出", reference: "参考译文", ours: "本书模型（测试运行）",
       waiting: "下一句等这一句译完再开始",
-      beam_label: (k, alpha) => k === 1 ? "束搜索（k = 1，即贪心搜索）" : `束搜索（k = ${k}，\u03b1 = ${alpha}）`,
+      beam_label: (k, alpha) => k === 1 ? "束搜索（k = 1，即贪心解码）" : `束搜索（k = ${k}，\u03b1 = ${alpha}）`,
       sentence_of: (i, n) => `，第 ${i} 句（共 ${n} 句）`,
-      pieces_so_far: (name, which, n) => `${name === "beam" ? "束搜索" : "贪心搜索"}${which}：${n} 个子词`,
-      done: (k, beam, greedy, n) => `束搜索（k = ${k}）：${beam} 秒；贪心搜索：${greedy} 秒` +
+      pieces_so_far: (name, which, n) => `${name === "beam" ? "束搜索" : "贪心解码"}${which}：${n} 个子词`,
+      done: (k, beam, greedy, n) => `束搜索（k = ${k}）：${beam} 秒；贪心解码：${greedy} 秒` +
         (n > 1 ? `；共 ${n} 句，逐句翻译（图中显示最后一句）` : ""),
       unseen: pieces => `这些字符训练中从未出现，只能以原始字节交给模型：${pieces}。它们附近的译文可能较差。`,
       try: "试试",
