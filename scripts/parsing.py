@@ -11,9 +11,6 @@
                                      # run where the profile holds SETTING, else a labelled variant in
                                      # runs/parsing-SETTING and results/parsing-SETTING
     python scripts/parsing.py --semi                  # Table 4's second row, from the mix the pilot chose
-    python scripts/parsing.py --silver 8500           # a point of that row's curve (CURVE_SIZES): the same
-                                     # mix with the first 8,500 kept trees of the large silver treebank,
-                                     # in runs/parsing-silver-8500 and results/parsing-silver-8500
     python scripts/parsing.py --set model.pointer_id=XX   # a labelled variant: the WSJ-only run with
                                      # changes (transformer.train's --set), in runs/parsing-NAME and
                                      # results/parsing-NAME; --set corpus=ptb-semi ... for the second row
@@ -45,26 +42,16 @@ from transformer.profiles import Setting, get_profile  # noqa: E402
 from transformer.rounds import dev_decides, train_in_rounds  # noqa: E402
 from transformer.run import BEST, CURVE, DEV_LOG, TRAIN_LOG, keep_record, load_model, prepare_data  # noqa: E402
 from transformer.runlog import add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
-from silver_treebank import first_kept  # noqa: E402
 
 # 4 layers of 128 and separate tables for source and target (their entries are disjoint), at the
 # settings the pilots chose (transformer/profiles.py); and the same with the paper's one table
 PROFILE, SHARED_PROFILE = get_profile("ptb-parse"), get_profile("ptb-parse-shared")
 SILVER = ROOT / "results" / "parsing-semi" / "silver.jsonl.gz"
-# Table 4's second row as a curve over the number of silver trees (the WSJ-only run is its 0)
-LARGE_SILVER = ROOT / "results" / "silver-treebank"
-CURVE_SIZES = (8_500, 12_500, 25_000, 50_000)
-CURVE_RULE = ("each point: the gold training trees once beside the first N kept trees of the large silver "
-              "treebank in its shards' order (WSJ sentences with gold tags first, then news, then Brown), the "
-              "mix the semi-supervised pilot chose by its rule; the WSJ-only run's profile, trained from its "
-              "first step; the round by the same smoothed dev F1 and patience, within the profile's most "
-              "rounds; test decoded by AVERAGE_RULE and the paper's beam 21, alpha 0.3")
 # each mode, and the options it is never given with
 EXCLUSIVE = {"pilot": ("share_embeddings",),
              "from_pilot": ("share_embeddings", "pilot"),
              "semi": ("share_embeddings", "from_pilot", "pilot"),
-             "changes": ("share_embeddings", "semi", "from_pilot", "pilot"),
-             "silver": ("share_embeddings", "semi", "from_pilot", "pilot", "changes")}
+             "changes": ("share_embeddings", "semi", "from_pilot", "pilot")}
 VARIANT_RULE = ("the WSJ-only run's profile with the variant's changes, trained from its first step; the round by the "
                 "same smoothed dev F1 and patience, test decoded by AVERAGE_RULE; compared with the WSJ-only run on "
                 "the same test sentences by a paired bootstrap (transformer.parsing.f1_difference)")
@@ -176,10 +163,6 @@ def build_parser():
     parser.add_argument("--semi", action="store_true",
                         help="Table 4's second row: the final run from the run of the mix of gold and silver trees "
                              "that the mixing pilot chose, in runs/parsing-semi and results/parsing-semi")
-    parser.add_argument("--silver", type=int, choices=CURVE_SIZES, metavar="N",
-                        help="a point of the semi-supervised row's curve (CURVE_RULE): N silver trees of "
-                             f"the large treebank, one of {', '.join(map(str, CURVE_SIZES))}, in "
-                             "runs/parsing-silver-N and results/parsing-silver-N")
     parser.add_argument("--set", nargs="+", metavar="KEY=VALUE", dest="changes",
                         help="a labelled variant of the WSJ-only run: its profile with these changes (as "
                              "transformer.train's --set), trained from the first step by VARIANT_RULE in "
@@ -195,12 +178,12 @@ def parse_args(argv):
     """The options, each mode checked against EXCLUSIVE, and a --set's values against the profile."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    given = {k for k in ("share_embeddings", "pilot", "from_pilot", "semi", "changes", "silver")
+    given = {k for k in ("share_embeddings", "pilot", "from_pilot", "semi", "changes")
              if getattr(args, k) not in (None, False)}
     for mode, never in EXCLUSIVE.items():
         if mode in given and given & set(never):
-            flag = {n: "set" if n == "changes" else n.replace("_", "-") for n in (mode, *never)}
-            parser.error(f"--{flag[mode]} is used without " + ", ".join(f"--{flag[n]}" for n in never))
+            flag = "set" if mode == "changes" else mode.replace("_", "-")
+            parser.error(f"--{flag} is used without " + ", ".join(f"--{n.replace('_', '-')}" for n in never))
     args.setting = None
     if args.changes:
         try:
@@ -245,13 +228,6 @@ def plan(args):
             sys.exit(f"--from-pilot: the pilot chose no setting ({pilot_results / 'results.json'}); there is "
                      f"no run to begin with")
         named = chosen.name
-    if args.silver:
-        try:
-            mix = pilot_setting(pt.SEMI_PILOT.chosen(pilot_results).name, pilot_results)
-        except ValueError as err:
-            sys.exit(f"--silver: {err}; run python scripts/parsing.py --pilot {' '.join(pt.SEMI_PILOT.names)} "
-                     "first")
-        profile, row, suffix = mix.apply(PROFILE), "semi-supervised", f"silver-{args.silver}"
     if args.setting:
         profile, variant = checkable(args.setting).apply(PROFILE), args.setting.name
         suffix = variant
@@ -307,24 +283,15 @@ def main(argv=None):
     profile, run, results, named, variant, row = plan(args)
     base_run, base_results = folders(args)
     refuse_uncommitted(base_results, args.uncommitted)
-    # the corpus and the pilots live beside the run folder, not in it: a run folder holds only a run;
-    # a point of the curve has its own silver trees, so its own corpus
-    owner = run if args.silver else base_run
-    data_root = owner.with_name(owner.name + "-corpus")
+    # the corpus and the pilots live beside the run folder, not in it: a run folder holds only a run
+    data_root = base_run.with_name(base_run.name + "-corpus")
     pilot_runs, pilot_results = (base_run.with_name(base_run.name + "-pilot"),
                                  base_results.with_name(base_results.name + "-pilot"))
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
     # the corpora of gold and silver trees read the silver treebank too
-    silver = None
-    if args.silver:
-        try:
-            trees, silver = first_kept(args.silver, LARGE_SILVER, LARGE_SILVER / "shards")
-        except ValueError as err:
-            sys.exit(f"--silver: {err}")
-        counts |= prepare_ptb(data_root, splits={"silver": trees})
-    elif ("silver" in CORPORA[profile.corpus].splits["train"]
+    if ("silver" in CORPORA[profile.corpus].splits["train"]
             or any(pt.pilot_of(n) is pt.SEMI_PILOT for n in args.pilot or ())):
         try:
             counts |= prepare_ptb(data_root, splits={"silver": pt.read_silver(SILVER)})
@@ -363,10 +330,9 @@ def main(argv=None):
         "encoder": pt.encoder_diagnostics(model, vocab, [s for s, _ in dev_pairs]),
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",
-        **({"silver": silver, "curve_rule": CURVE_RULE} if silver else {}),
     }
     command = ("python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else "")
-               + (" --semi" if args.semi else "") + (f" --silver {args.silver}" if args.silver else "") + (" --set " + " ".join(args.changes) if args.setting else "")
+               + (" --semi" if args.semi else "") + (" --set " + " ".join(args.changes) if args.setting else "")
                + ("" if args.from_pilot is None else " --from-pilot" + (f" {args.from_pilot}" if args.from_pilot else "")))
     write_record(results / "results.json", record, command)
     print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",

@@ -221,31 +221,6 @@ def summary(treebank, starts, work) -> tuple[list[dict], dict]:
     return entries, {"seconds": seconds, "per_source": per_source}
 
 
-def first_kept(n: int, results: Path, work: Path, treebank: Treebank = TREEBANKS["large"]):
-    """The first n kept trees of a committed treebank in its shards' order, read from the shards its record
-    counts, and what they are: ValueError where the record is missing or does not match its shards, or
-    where they hold fewer than n kept trees."""
-    try:
-        record = json.loads((results / "silver.json").read_text())
-        entries, _ = summary(treebank, range(0, record["sentences"], treebank.shard), work)
-    except (OSError, ValueError, KeyError, EOFError) as err:
-        raise ValueError(f"{results / 'silver.json'} and its shards in {work} cannot be read ({err})") from None
-    if len(entries) != record["sentences"] or sum(map(silver_kept, entries)) != record["kept"]:
-        raise ValueError(f"{results / 'silver.json'} counts {record['sentences']} sentences and {record['kept']} "
-                         f"kept trees, but its shards in {work} hold {len(entries)} and "
-                         f"{sum(map(silver_kept, entries))}; write the record again with --record")
-    kept = [(i, e) for i, e in enumerate(entries) if silver_kept(e)][:n]
-    if len(kept) < n:
-        raise ValueError(f"{results / 'silver.json'} holds {record['kept']} kept trees, fewer than {n}; parse "
-                         f"more with python scripts/silver_treebank.py --treebank {treebank.name}, then --record")
-    per_source = {}
-    for _, e in kept:
-        per_source[e["set"]] = per_source.get(e["set"], 0) + 1
-    return [Tree.fromstring(e["tree"]) for _, e in kept], {
-        "treebank": f"{treebank.results}/silver.json", "trees": n, "sentences_read": kept[-1][0] + 1 if kept else 0,
-        "kept_per_source": per_source, "teachers": TEACHERS, "record_commit": record.get("commit")}
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--treebank", choices=sorted(TREEBANKS), default="semi")

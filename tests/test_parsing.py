@@ -427,26 +427,6 @@ def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rul
     assert row["row"] == "semi-supervised" and row["variant"] is None and row["command"].endswith("--semi")
     assert row["corpus"] == script.pilot_setting(semi["chosen"]["setting"], tmp_path / "results" / "parsing-pilot").changes["corpus"]
     assert row["splits"]["silver"] == kept and row["training"]["first_rounds_from_pilot"] == semi["chosen"]["setting"]
-    # a point of the row's curve: the first N kept trees of the large treebank's shards, as its record counts
-    large = tmp_path / "large"
-    (large / "shards").mkdir(parents=True)
-    with gzip.open(large / "shards" / "shard-00000.jsonl.gz", "wt") as f:
-        f.writelines([json.dumps({"seconds": 1.0}) + "\n"] + rows)
-    (large / "silver.json").write_text(json.dumps({"sentences": len(rows), "kept": kept, "commit": "abc"}))
-    monkeypatch.setattr(script, "LARGE_SILVER", large)
-    monkeypatch.setattr(script, "CURVE_SIZES", (kept - 5, kept + 1))
-    with pytest.raises(SystemExit, match="fewer than"):
-        script.main(argv[:-1] + ["--silver", str(kept + 1)])
-    with pytest.raises(SystemExit) as refused:                      # argparse's usage error
-        script.main(argv[:-1] + ["--silver", str(kept - 5), "--semi"])
-    assert refused.value.code == 2
-    script.main(argv[:-1] + ["--silver", str(kept - 5), "--max-minutes", "0.0001"])
-    point = json.loads((tmp_path / "results" / "parsing-silver-{}".format(kept - 5) / "results.json").read_text())
-    assert point["splits"]["silver"] == kept - 5 == point["silver"]["trees"] and point["curve_rule"] == script.CURVE_RULE
-    assert point["row"] == "semi-supervised" and point["training"]["first_rounds_from_pilot"] is None
-    assert point["corpus"] == row["corpus"] and point["command"].endswith(f"--silver {kept - 5}")
-    corpus = tmp_path / "runs" / f"parsing-silver-{kept - 5}-corpus" / "ptb"
-    assert len((corpus / "silver.tree").read_text().splitlines()) == kept - 5
     # the rule by hand: the mean of the last rounds decides; within 0.1 F1, the lower perplexity
     monkeypatch.setattr(pt, "VOCAB_LAST", 2)
     curve = lambda *points: {"dev_curve": [dict(round=i, dev_f1=f, dev_ppl=p) for i, (f, p) in enumerate(points)]}
@@ -583,13 +563,3 @@ def test_silver_workers_share_the_shards_without_parsing_one_twice(tmp_path, mon
     entries, done = silver.summary(bank, range(0, 7, 2), tmp_path)
     assert [e["tree"].split()[2] for e in entries] == [f"w{i})" for i in range(7)]
     assert done["per_source"] == {"wsj": {"sentences": 7, "kept": 7}}
-
-
-def test_the_learning_curve_verdict_follows_its_rule():
-    curve = script_module("parsing_curve")
-    f1 = lambda *scores: {size: {"test_f1": s} for size, s in zip(curve.POINTS, scores)}
-    assert curve.verdict(f1(37.7, 49, 55, 56)) is None                       # a point still to run
-    assert curve.verdict(f1(37.7, 49, 55, 56, 56.9))["outcome"] == "flattened"  # 12.5K -> 50K adds 1.9
-    assert curve.verdict(f1(37.7, 49, 55, 56, 57.5))["outcome"] == "rises"
-    assert curve.verdict(f1(37.7, 49, 55, 60, 65.0))["outcome"] == "reaches"
-    assert not curve.in_history("0" * 40) and not curve.in_history(None)
