@@ -11,6 +11,9 @@
                                      # run where the profile holds SETTING, else a labelled variant in
                                      # runs/parsing-SETTING and results/parsing-SETTING
     python scripts/parsing.py --semi                  # Table 4's second row, from the mix the pilot chose
+    python scripts/parsing.py --silver 8500           # a point of that row's curve (CURVE_RULE): the same
+                                     # mix with the first 8,500 kept trees of the large silver treebank,
+                                     # in runs/parsing-silver-8500 and results/parsing-silver-8500
     python scripts/parsing.py --set model.pointer_id=XX   # a labelled variant: the WSJ-only run with
                                      # changes (transformer.train's --set), in runs/parsing-NAME and
                                      # results/parsing-NAME; --set corpus=ptb-semi ... for the second row
@@ -28,7 +31,6 @@ diagnostics, provenance), test.pred.mrg and dev.pred.mrg (gold tags put back), t
 import argparse
 import json
 import sys
-import time
 from dataclasses import astuple
 from pathlib import Path
 
@@ -47,11 +49,13 @@ from transformer.runlog import add_uncommitted_flag, refuse_uncommitted, write_r
 # settings the pilots chose (transformer/profiles.py); and the same with the paper's one table
 PROFILE, SHARED_PROFILE = get_profile("ptb-parse"), get_profile("ptb-parse-shared")
 SILVER = ROOT / "results" / "parsing-semi" / "silver.jsonl.gz"
+LARGE_SILVER = ROOT / "results" / "silver-treebank"    # the curve's (transformer.parser_training)
 # each mode, and the options it is never given with
 EXCLUSIVE = {"pilot": ("share_embeddings",),
              "from_pilot": ("share_embeddings", "pilot"),
              "semi": ("share_embeddings", "from_pilot", "pilot"),
-             "changes": ("share_embeddings", "semi", "from_pilot", "pilot")}
+             "changes": ("share_embeddings", "semi", "from_pilot", "pilot"),
+             "silver": ("share_embeddings", "semi", "from_pilot", "pilot", "changes")}
 VARIANT_RULE = ("the WSJ-only run's profile with the variant's changes, trained from its first step; the round by the "
                 "same smoothed dev F1 and patience, test decoded by AVERAGE_RULE; compared with the WSJ-only run on "
                 "the same test sentences by a paired bootstrap (transformer.parsing.f1_difference)")
@@ -124,26 +128,6 @@ def choose_average(profile, run, select_dir, dev_trees):
     return model, vocab, scored, {"rule": AVERAGE_RULE, "checkpoints": files, "dev_f1": f1, "chosen": chosen}
 
 
-def decode_test(model, vocab, gold):
-    """Test decoded as the paper did (beam), greedily, and greedily without the constraint: {way: (raw
-    outputs, predicted trees, scores)}; the beam's scores say how often it wrote one XX per word."""
-    decoded = {}
-    for name, beam, constrained in (("beam", pt.BEAM, True), ("greedy", 1, True),
-                                    ("greedy_unconstrained", 1, False)):
-        started = time.time()
-        outputs = pt.parse(model, vocab, gold, beam, constrained)
-        scores, predicted, status = pt.score(outputs, gold)
-        decoded[name] = (outputs, predicted, {
-            **{k: round(v, 3) if isinstance(v, float) else v for k, v in scores.items()},
-            "status": status, "distinct_outputs": len(set(outputs)),
-            "minutes": round((time.time() - started) / 60, 2)})
-    xx = [out.split().count("XX") for out in decoded["beam"][0]]
-    words = [len(t.leaves()) for t in gold]
-    decoded["beam"][2]["coverage"] = {"mean_words": sum(words) / len(words), "mean_xx": sum(xx) / len(xx),
-                                      "xx_equals_words": sum(x == w for x, w in zip(xx, words))}
-    return decoded
-
-
 def build_parser():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--share-embeddings", action="store_true",
@@ -163,6 +147,10 @@ def build_parser():
     parser.add_argument("--semi", action="store_true",
                         help="Table 4's second row: the final run from the run of the mix of gold and silver trees "
                              "that the mixing pilot chose, in runs/parsing-semi and results/parsing-semi")
+    parser.add_argument("--silver", type=int, choices=pt.CURVE_SIZES, metavar="N",
+                        help="a point of the semi-supervised row's curve (CURVE_RULE): N silver trees of "
+                             f"the large treebank, one of {', '.join(map(str, pt.CURVE_SIZES))}, in "
+                             "runs/parsing-silver-N and results/parsing-silver-N")
     parser.add_argument("--set", nargs="+", metavar="KEY=VALUE", dest="changes",
                         help="a labelled variant of the WSJ-only run: its profile with these changes (as "
                              "transformer.train's --set), trained from the first step by VARIANT_RULE in "
@@ -178,12 +166,11 @@ def parse_args(argv):
     """The options, each mode checked against EXCLUSIVE, and a --set's values against the profile."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    given = {k for k in ("share_embeddings", "pilot", "from_pilot", "semi", "changes")
-             if getattr(args, k) not in (None, False)}
+    given = {k for k in EXCLUSIVE.keys() | {"share_embeddings"} if getattr(args, k) not in (None, False)}
     for mode, never in EXCLUSIVE.items():
         if mode in given and given & set(never):
-            flag = "set" if mode == "changes" else mode.replace("_", "-")
-            parser.error(f"--{flag} is used without " + ", ".join(f"--{n.replace('_', '-')}" for n in never))
+            flag = {n: "set" if n == "changes" else n.replace("_", "-") for n in (mode, *never)}
+            parser.error(f"--{flag[mode]} is used without " + ", ".join(f"--{flag[n]}" for n in never))
     args.setting = None
     if args.changes:
         try:
@@ -228,6 +215,12 @@ def plan(args):
             sys.exit(f"--from-pilot: the pilot chose no setting ({pilot_results / 'results.json'}); there is "
                      f"no run to begin with")
         named = chosen.name
+    if args.silver:
+        try:
+            mix = pilot_setting(pt.SEMI_PILOT.chosen(pilot_results).name, pilot_results)
+        except ValueError as err:
+            sys.exit(f"--silver: {err}; run python scripts/parsing.py --pilot {' '.join(pt.SEMI_PILOT.names)} first")
+        profile, row, suffix = mix.apply(PROFILE), "semi-supervised", f"silver-{args.silver}"
     if args.setting:
         profile, variant = checkable(args.setting).apply(PROFILE), args.setting.name
         suffix = variant
@@ -283,15 +276,24 @@ def main(argv=None):
     profile, run, results, named, variant, row = plan(args)
     base_run, base_results = folders(args)
     refuse_uncommitted(base_results, args.uncommitted)
-    # the corpus and the pilots live beside the run folder, not in it: a run folder holds only a run
-    data_root = base_run.with_name(base_run.name + "-corpus")
+    # the corpus and the pilots live beside the run folder, not in it: a run folder holds only a run;
+    # a point of the curve has its own silver trees, so its own corpus
+    owner = run if args.silver else base_run
+    data_root = owner.with_name(owner.name + "-corpus")
     pilot_runs, pilot_results = (base_run.with_name(base_run.name + "-pilot"),
                                  base_results.with_name(base_results.name + "-pilot"))
     select_dir = run.with_name(run.name + "-select")
     treebank = read_treebank(args.treebank)
     counts = prepare_ptb(data_root, splits=treebank)
     # the corpora of gold and silver trees read the silver treebank too
-    if ("silver" in CORPORA[profile.corpus].splits["train"]
+    silver = None
+    if args.silver:
+        try:
+            trees, silver = pt.first_kept(args.silver, LARGE_SILVER)
+        except ValueError as err:
+            sys.exit(f"--silver: {err}")
+        counts |= prepare_ptb(data_root, splits={"silver": trees})
+    elif ("silver" in CORPORA[profile.corpus].splits["train"]
             or any(pt.pilot_of(n) is pt.SEMI_PILOT for n in args.pilot or ())):
         try:
             counts |= prepare_ptb(data_root, splits={"silver": pt.read_silver(SILVER)})
@@ -311,7 +313,7 @@ def main(argv=None):
     # the chosen model's dev trees are kept too, so that its dev F1 can be re-scored from the record's folder
     model, vocab, (dev_scores, dev_predicted, _), averaging = choose_average(profile, run, select_dir,
                                                                            treebank["dev"])
-    decoded = decode_test(model, vocab, treebank["test"])
+    decoded = pt.decode_test(model, vocab, treebank["test"])
     outputs, predicted, test = decoded["beam"]
     results.mkdir(parents=True, exist_ok=True)
     write_trees(results / "test.pred.mrg", predicted)
@@ -330,9 +332,12 @@ def main(argv=None):
         "encoder": pt.encoder_diagnostics(model, vocab, [s for s, _ in dev_pairs]),
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",
+        **({"silver": {"treebank": "results/silver-treebank/silver.json", **silver}, "curve_rule": pt.CURVE_RULE}
+           if silver else {}),
     }
     command = ("python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else "")
-               + (" --semi" if args.semi else "") + (" --set " + " ".join(args.changes) if args.setting else "")
+               + (" --semi" if args.semi else "") + (f" --silver {args.silver}" if args.silver else "")
+               + (" --set " + " ".join(args.changes) if args.setting else "")
                + ("" if args.from_pilot is None else " --from-pilot" + (f" {args.from_pilot}" if args.from_pilot else "")))
     write_record(results / "results.json", record, command)
     print(json.dumps({k: record[k] for k in ("training", "chosen", "test", "test_greedy",

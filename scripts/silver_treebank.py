@@ -19,7 +19,7 @@ The two treebanks (TREEBANKS below):
 - "large", results/silver-treebank: the plain English text beside the project (its README: none of it is in
   the treebank sample or the translation sets), in this order: Wall Street Journal sentences of other
   sections with the treebank's own tags, then news sentences, then the Brown corpus (both tagged by the
-  tagger). Its shards (SHARD sentences each, gzip) are written into the results folder as they are parsed
+  tagger). Its shards (500 sentences each, gzip) are written into the results folder as they are parsed
   and committed, so a new checkout continues where the last one stopped; each shard names the commit and
   the teachers that made it. `--record` reads the shards there are and writes silver.json.
 
@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.corpora import data_dir  # noqa: E402
 from transformer.data import atomic_file  # noqa: E402
+from transformer.parser_training import SHARD, read_shard  # noqa: E402
 from transformer.parsing import (PCFG, bracket_scores, brackets, pcfg_parse, read_treebank,  # noqa: E402
                                  silver_kept, train_tagger)
 from transformer.runlog import CODE_AT_START, add_uncommitted_flag, refuse_uncommitted, write_record  # noqa: E402
@@ -162,14 +163,7 @@ def dev_check(grammars, tag, dev) -> dict:
 
 
 def shard_path(work: Path, treebank: Treebank, index: int) -> Path:
-    return work / (f"shard-{index:05d}.jsonl" + (".gz" if treebank.committed else ""))
-
-
-def read_shard(path: Path) -> tuple[dict, list[dict]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        header, *lines = f.read().splitlines()
-    return json.loads(header), [json.loads(line) for line in lines]
+    return work / (SHARD.format(index) + (".gz" if treebank.committed else ""))
 
 
 def write_shard(path: Path, header: dict, lines: list[str]) -> None:

@@ -427,6 +427,31 @@ def test_the_vocabulary_attention_and_semi_supervised_pilots_choose_by_their_rul
     assert row["row"] == "semi-supervised" and row["variant"] is None and row["command"].endswith("--semi")
     assert row["corpus"] == script.pilot_setting(semi["chosen"]["setting"], tmp_path / "results" / "parsing-pilot").changes["corpus"]
     assert row["splits"]["silver"] == kept and row["training"]["first_rounds_from_pilot"] == semi["chosen"]["setting"]
+    # a point of the row's curve: the first N kept trees of the large treebank's shards, as its record counts
+    large = tmp_path / "large"
+    (large / "shards").mkdir(parents=True)
+    with gzip.open(large / "shards" / "shard-00000.jsonl.gz", "wt") as f:
+        f.writelines([json.dumps({"seconds": 1.0, "teachers": ["a", "b"]}) + "\n"] + rows)
+    (large / "silver.json").write_text(json.dumps({"sentences": len(rows), "kept": kept + 1, "shards": {"done": 1}}))
+    monkeypatch.setattr(script, "LARGE_SILVER", large)
+    monkeypatch.setattr(pt, "CURVE_SIZES", (kept - 5, kept + 1))
+    with pytest.raises(SystemExit, match="write the record again"):
+        script.main(argv[:-1] + ["--silver", str(kept - 5)])
+    (large / "silver.json").write_text(json.dumps({"sentences": len(rows), "kept": kept, "shards": {"done": 1},
+                                                   "commit": "abc"}))
+    with pytest.raises(SystemExit, match="fewer than"):
+        script.main(argv[:-1] + ["--silver", str(kept + 1)])
+    with pytest.raises(SystemExit) as refused:                      # argparse's usage error
+        script.main(argv[:-1] + ["--silver", str(kept - 5), "--semi"])
+    assert refused.value.code == 2
+    script.main(argv[:-1] + ["--silver", str(kept - 5), "--max-minutes", "0.0001"])
+    point = json.loads((tmp_path / "results" / f"parsing-silver-{kept - 5}" / "results.json").read_text())
+    assert point["splits"]["silver"] == kept - 5 == point["silver"]["trees"] and point["curve_rule"] == pt.CURVE_RULE
+    assert point["silver"]["teachers"] == [["a", "b"]] and point["silver"]["record_commit"] == "abc"
+    assert point["row"] == "semi-supervised" and point["training"]["first_rounds_from_pilot"] is None
+    assert point["corpus"] == row["corpus"] and point["command"].endswith(f"--silver {kept - 5}")
+    corpus = tmp_path / "runs" / f"parsing-silver-{kept - 5}-corpus" / "ptb"
+    assert len((corpus / "silver.tree").read_text().splitlines()) == kept - 5
     # the rule by hand: the mean of the last rounds decides; within 0.1 F1, the lower perplexity
     monkeypatch.setattr(pt, "VOCAB_LAST", 2)
     curve = lambda *points: {"dev_curve": [dict(round=i, dev_f1=f, dev_ppl=p) for i, (f, p) in enumerate(points)]}
@@ -563,3 +588,16 @@ def test_silver_workers_share_the_shards_without_parsing_one_twice(tmp_path, mon
     entries, done = silver.summary(bank, range(0, 7, 2), tmp_path)
     assert [e["tree"].split()[2] for e in entries] == [f"w{i})" for i in range(7)]
     assert done["per_source"] == {"wsj": {"sentences": 7, "kept": 7}}
+
+
+def test_the_learning_curve_verdict_follows_its_rule():
+    """VERDICT_RULE, committed before the points beyond 0 trained: none until every size has a point; reaches at
+    REACH_F1; else flattened where the last two doublings add less than FLAT_F1; else rises."""
+    from transformer.parser_training import CURVE_SIZES, curve_verdict
+    f1 = lambda *scores: {size: {"test_f1": s} for size, s in zip((0, *CURVE_SIZES), scores)}
+    assert curve_verdict(f1(37.7, 49, 55, 56)) is None                       # a point still to run
+    assert curve_verdict(f1(37.7, 49, 55, 56, 56.9))["outcome"] == "flattened"  # 12.5K -> 50K adds 1.9
+    assert curve_verdict(f1(37.7, 49, 55, 56, 57.5))["outcome"] == "rises"
+    assert curve_verdict(f1(37.7, 49, 55, 60, 65.0))["outcome"] == "reaches"
+    curve = script_module("parsing_curve")
+    assert not curve.in_history("0" * 40) and not curve.in_history(None) and curve.in_history("HEAD")

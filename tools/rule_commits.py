@@ -1,4 +1,4 @@
-"""When each of the parser's pilot rules was first committed, from git's history: results/rule-commits.json.
+"""When each of the parser's pilot rules (and its learning curve's) was first committed, from git's history: results/rule-commits.json.
 
     python tools/rule_commits.py
 
@@ -16,7 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "rule-commits.json"
 # each pilot of transformer.parser_training, by the name its rule first had in the code
-RULES = {"": "PILOT_RULE = ", "vocab": "VOCAB_RULE = ", "attn": "ATTN_RULE = ", "semi": "SEMI_RULE = "}
+RULES = {"": "PILOT_RULE = ", "vocab": "VOCAB_RULE = ", "attn": "ATTN_RULE = ", "semi": "SEMI_RULE = ",
+         # the semi-supervised row's learning curve (transformer.parser_training)
+         "curve": "CURVE_RULE = ", "curve verdict": "VERDICT_RULE = "}
 
 
 def first_commits(root: Path = ROOT) -> dict[str, dict]:
