@@ -11,9 +11,8 @@
                                      # run where the profile holds SETTING, else a labelled variant in
                                      # runs/parsing-SETTING and results/parsing-SETTING
     python scripts/parsing.py --semi                  # Table 4's second row, from the mix the pilot chose
-    python scripts/parsing.py --silver 8500           # a point of that row's curve (CURVE_RULE): the same
-                                     # mix with the first 8,500 kept trees of the large silver treebank,
-                                     # in runs/parsing-silver-8500 and results/parsing-silver-8500
+    python scripts/parsing.py --silver 8500           # that row's curve (CURVE_RULE): 8,500 kept trees of
+                                     # the large silver treebank, in runs/ and results/parsing-silver-8500
     python scripts/parsing.py --set model.pointer_id=XX   # a labelled variant: the WSJ-only run with
                                      # changes (transformer.train's --set), in runs/parsing-NAME and
                                      # results/parsing-NAME; --set corpus=ptb-semi ... for the second row
@@ -231,6 +230,26 @@ def plan(args):
     return profile, run, results, named, variant, row
 
 
+def prepare_corpus(args, profile, data_root):
+    """The gold treebank, and the corpus in `data_root` with the silver trees the run reads: (treebank, split
+    counts, where a curve point's silver trees come from or None)."""
+    treebank, silver = read_treebank(args.treebank), None
+    counts = prepare_ptb(data_root, splits=treebank)
+    if args.silver:
+        try:
+            trees, silver = pt.first_kept(args.silver, LARGE_SILVER)
+        except ValueError as err:
+            sys.exit(f"--silver: {err}")
+        counts |= prepare_ptb(data_root, splits={"silver": trees})
+    elif ("silver" in CORPORA[profile.corpus].splits["train"]
+            or any(pt.pilot_of(n) is pt.SEMI_PILOT for n in args.pilot or ())):
+        try:
+            counts |= prepare_ptb(data_root, splits={"silver": pt.read_silver(SILVER)})
+        except ValueError as err:
+            sys.exit(f"{err}; make it with python scripts/silver_treebank.py")
+    return treebank, counts, silver
+
+
 def run_pilot(names, treebank, data_root, pilot_runs, pilot_results):
     """The settings `names` of one pilot (default: the rate pilot's) trained and recorded; its choice once
     every setting its rule reads has a record."""
@@ -276,29 +295,13 @@ def main(argv=None):
     profile, run, results, named, variant, row = plan(args)
     base_run, base_results = folders(args)
     refuse_uncommitted(base_results, args.uncommitted)
-    # the corpus and the pilots live beside the run folder, not in it: a run folder holds only a run;
-    # a point of the curve has its own silver trees, so its own corpus
-    owner = run if args.silver else base_run
-    data_root = owner.with_name(owner.name + "-corpus")
+    # the corpus (a curve point's own: its silver trees are its own) and the pilots live beside the run
+    # folder, not in it: a run folder holds only a run
+    data_root = Path(f"{run if args.silver else base_run}-corpus")
     pilot_runs, pilot_results = (base_run.with_name(base_run.name + "-pilot"),
                                  base_results.with_name(base_results.name + "-pilot"))
     select_dir = run.with_name(run.name + "-select")
-    treebank = read_treebank(args.treebank)
-    counts = prepare_ptb(data_root, splits=treebank)
-    # the corpora of gold and silver trees read the silver treebank too
-    silver = None
-    if args.silver:
-        try:
-            trees, silver = pt.first_kept(args.silver, LARGE_SILVER)
-        except ValueError as err:
-            sys.exit(f"--silver: {err}")
-        counts |= prepare_ptb(data_root, splits={"silver": trees})
-    elif ("silver" in CORPORA[profile.corpus].splits["train"]
-            or any(pt.pilot_of(n) is pt.SEMI_PILOT for n in args.pilot or ())):
-        try:
-            counts |= prepare_ptb(data_root, splits={"silver": pt.read_silver(SILVER)})
-        except ValueError as err:
-            sys.exit(f"{err}; make it with python scripts/silver_treebank.py")
+    treebank, counts, silver = prepare_corpus(args, profile, data_root)
     if args.pilot is not None:
         return run_pilot(args.pilot, treebank, data_root, pilot_runs, pilot_results)
     if args.setting:
