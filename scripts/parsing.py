@@ -231,8 +231,7 @@ def plan(args):
 
 
 def prepare_corpus(args, profile, data_root):
-    """The gold treebank, and the corpus in `data_root` with the silver trees the run reads: (treebank, split
-    counts, where a curve point's silver trees come from or None)."""
+    """(gold treebank, split counts, a curve point's silver provenance or None); the corpus in `data_root`."""
     treebank, silver = read_treebank(args.treebank), None
     counts = prepare_ptb(data_root, splits=treebank)
     if args.silver:
