@@ -41,6 +41,17 @@ def books() -> dict:
     return catalogues.catalogues()
 
 
+@pytest.fixture(scope="module")
+def outputs() -> dict:
+    """The cell outputs' catalogues (_ext/outputs.py), by page."""
+    return catalogues.catalogues(catalogues.OUTPUT_CATALOGUES)
+
+
+@pytest.fixture(scope="module")
+def every_catalogue(books, outputs) -> dict:
+    return {**books, **{f"outputs/{page}": catalogue for page, catalogue in outputs.items()}}
+
+
 def test_the_core_pages_are_wholly_translated(books):
     assert set(CORE_PAGES) <= set(books), f"core pages without a catalogue: {set(CORE_PAGES) - set(books)}"
     short = {page: "{}/{}".format(done, count) for page in CORE_PAGES
@@ -54,16 +65,16 @@ def test_most_of_the_book_is_translated_and_nothing_is_fuzzy(books):
     assert fuzzy == 0, f"{fuzzy} fuzzy entries: check each against its new English and clear the flag"
 
 
-def test_every_translation_keeps_the_math_code_and_links_of_its_english(books):
-    found = {page: lost_parts(catalogue) for page, catalogue in books.items()}
+def test_every_translation_keeps_the_math_code_and_links_of_its_english(every_catalogue):
+    found = {page: lost_parts(catalogue) for page, catalogue in every_catalogue.items()}
     found = {page: problems for page, problems in found.items() if problems}
     assert not found, f"translations that changed what they must keep: {found}"
 
 
-def test_every_translation_uses_the_glossarys_terms(books):
+def test_every_translation_uses_the_glossarys_terms(every_catalogue):
     terms = glossary()
     assert len(terms) >= 20 and ("beam search", "束搜索") in [(t[0], c) for t, c in terms]
-    found = {page: missing_terms(catalogue, terms) for page, catalogue in books.items()}
+    found = {page: missing_terms(catalogue, terms) for page, catalogue in every_catalogue.items()}
     found = {page: problems for page, problems in found.items() if problems}
     assert not found, f"translations that do not use the glossary's term: {found}"
 
@@ -85,8 +96,8 @@ def test_the_glossarys_strict_rows_leave_out_the_working_words():
     assert not any(" " in word for word in words)
 
 
-def test_every_translations_emphasis_closes(books):
-    found = {page: broken_emphasis(catalogue) for page, catalogue in books.items()}
+def test_every_translations_emphasis_closes(every_catalogue):
+    found = {page: broken_emphasis(catalogue) for page, catalogue in every_catalogue.items()}
     found = {page: problems for page, problems in found.items() if problems}
     assert not found, f"translations whose bold or italic would show its asterisks: {found}"
 
@@ -107,6 +118,36 @@ def test_the_checks_see_what_a_translation_loses():
     assert catalogues.terms_missing("`beam_search(...)` runs", "运行", terms) == []  # code is no prose
     assert catalogues.stray_emphasis("**标题。**正文") == 2 and catalogues.stray_emphasis("**标题**。正文") == 0
     assert catalogues.stray_emphasis("`a**b` and $x^*$ *ok*") == 0
+    # an output's numbers come back where its translation puts them, each one
+    assert not catalogues.fixed_parts("{0} of {1} kept") - catalogues.fixed_parts("保留 {1} 中的 {0}")
+    assert catalogues.fixed_parts("{0} of {1} kept") - catalogues.fixed_parts("保留 {1} 中的若干")
+
+
+def test_an_outputs_words_are_translated_and_its_numbers_kept():
+    """_ext/outputs.py: a line's numbers stand as {0}, {1}... in its message, so a re-run that changes
+    them keeps the translation; names with digits (F1, wsj_0001, x2), commands, reprs and dicts are
+    no messages of their own; a line without a translation stays as it is."""
+    sys.path.insert(0, str(REPO / "_ext"))
+    from outputs import template, translated, worth_translating
+    assert template("test F1 37.68 on 2,416 sentences (-0.5, 1e-05)") == (
+        "test F1 {0} on {1} sentences ({2}, {3})", ["37.68", "2,416", "-0.5", "1e-05"])
+    assert template("wsj_0001 x2 d_model=512") == ("wsj_0001 x2 d_model={0}", ["512"])
+    assert worth_translating("dev F1 {0}".replace("{0}", "3")) and worth_translating("silver trees")
+    for no in ("python scripts/parsing.py --silver 8500", "results/parsing/results.json", "{4: 0.25}",
+               "<Figure size 640x480 with 1 Axes>", "A1 C3", "0.25"):
+        assert not worth_translating(no), no
+    catalogue = {"test F1 {0} on {1} sentences": "{1} 个句子上的测试 F1 为 {0}"}
+    assert translated("  test F1 37.68 on 245 sentences\nresults/x.json", catalogue) == (
+        "  245 个句子上的测试 F1 为 37.68\nresults/x.json")
+    assert translated("test F1 37.68 on 245 trees", catalogue) == "test F1 37.68 on 245 trees"
+
+
+def test_the_outputs_are_translated_and_nothing_is_fuzzy(outputs):
+    """What a results cell shows is the evidence of its page: the Chinese edition shows it in Chinese,
+    from the same stored outputs."""
+    done, fuzzy, count = (sum(c) for c in zip(*(coverage(catalogue) for catalogue in outputs.values())))
+    assert count > 800 and done == count, f"{count - done} of {count} output messages untranslated"
+    assert fuzzy == 0, f"{fuzzy} fuzzy output messages: check each against its new English and clear the flag"
 
 
 def test_the_catalogues_hold_exactly_the_books_english(tmp_path, books):
@@ -126,6 +167,12 @@ def test_the_catalogues_hold_exactly_the_books_english(tmp_path, books):
         if english != translated:
             stale[page] = {"new": sorted(english - translated)[:3], "gone": sorted(translated - english)[:3]}
     assert not stale, f"catalogues out of step with the notebooks (run `make gettext`): {stale}"
+    # and the cell outputs' messages, which the build writes beside the prose's templates
+    found = {p.relative_to(tmp_path / "pot-outputs").with_suffix("").as_posix(): p
+             for p in (tmp_path / "pot-outputs").rglob("*.pot")}
+    english = {page: {m.id for m in read_po(p.open("rb")) if m.id} for page, p in found.items()}
+    kept = {page: {m.id for m in c if m.id} for page, c in catalogues.catalogues(catalogues.OUTPUT_CATALOGUES).items()}
+    assert {page: ids for page, ids in english.items() if ids} == kept, "outputs and their catalogues differ: run `make gettext`"
 
 
 def zh_pages(site: Path) -> list[Path]:
@@ -250,3 +297,19 @@ def test_every_finding_is_put_in_on_every_page_of_both_editions(whole_book):
     for lang, text in landing.items():
         for name in ("paper_wmt14_pairs", "silver_kept", "table3_scale"):
             assert values[lang][name] in " ".join(text.split()), (lang, name, values[lang][name])
+
+
+def test_the_chinese_pages_show_their_outputs_in_chinese(whole_book, outputs):
+    """Each translated output message without numbers (a table's header, a verdict's words) is on its
+    Chinese page in Chinese, from the notebooks' stored outputs, and the English page keeps the English."""
+    shown, missing = 0, {}
+    for page, catalogue in outputs.items():
+        chinese = " ".join(visible_text(whole_book / "zh" / f"{page}.html").split())
+        english = " ".join(visible_text(whole_book / f"{page}.html").split())
+        plain = [m for m in catalogue if m.id and m.string and m.string != m.id and "{" not in m.id]
+        lost = [m.id for m in plain if " ".join(m.string.split()) not in chinese]
+        shown += len(plain) - len(lost)
+        assert all(" ".join(m.id.split()) in english for m in plain[:5]), page
+        if lost:
+            missing[page] = lost[:3]
+    assert shown > 200 and sum(map(len, missing.values())) <= 0.05 * shown, f"not shown in Chinese: {missing}"

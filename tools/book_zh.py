@@ -27,9 +27,11 @@ from catalogues import CATALOGUES, search_terms
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "_ext"))
 from editions import EDITIONS, GLOSSARY  # noqa: E402
+from outputs import templates_of  # noqa: E402
 
 LANGUAGE = "zh_CN"
 LOCALE = ROOT / "locale"
+OUTPUT_CATALOGUES = LOCALE / LANGUAGE / "outputs"       # _ext/outputs.py
 # Per page (not one catalogue for the book): a page's coverage is its own file's, and two people
 # translating two chapters never edit the same file. No source line numbers: they would change every
 # entry's comment whenever a cell above it grew.
@@ -104,12 +106,44 @@ def pot(templates: Path) -> None:
         sys.exit(f"error: {templates} holds files but no message templates: it is not a folder this "
                  "command made; choose an empty or new one")
     shutil.rmtree(templates, ignore_errors=True)
+    shutil.rmtree(templates_of(templates), ignore_errors=True)
     build("gettext", templates, templates.parent / f".doctrees-{templates.name}", {}, ROOT / "_toc.yml")
+
+
+def merge_outputs(templates: Path) -> None:
+    """The cell outputs' messages (_ext/outputs.py) merged into locale/zh_CN/outputs/, as sphinx-intl
+    merges the prose: a new message arrives empty, a changed one keeps its old translation marked
+    fuzzy, one that left the outputs leaves its catalogue, and a page without messages has none."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    found = {path.relative_to(templates).with_suffix("").as_posix(): path
+             for path in templates.rglob("*.pot")}
+    for page, path in found.items():
+        with path.open("rb") as f:
+            template = read_po(f)
+        target = OUTPUT_CATALOGUES / f"{page}.po"
+        if not any(m.id for m in template):
+            target.unlink(missing_ok=True)
+            continue
+        if target.exists():
+            with target.open("rb") as f:
+                catalogue = read_po(f)
+        else:
+            catalogue = Catalog(locale=LANGUAGE, project="outputs", fuzzy=False)
+        catalogue.update(template)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("wb") as f:
+            write_po(f, catalogue, width=0, ignore_obsolete=True, omit_header=True)
+    for stale in OUTPUT_CATALOGUES.rglob("*.po"):
+        if stale.relative_to(OUTPUT_CATALOGUES).with_suffix("").as_posix() not in found:
+            stale.unlink()
 
 
 def gettext(build_dir: Path) -> None:
     templates = build_dir / "gettext"
     pot(templates)
+    merge_outputs(templates_of(templates))
     # sphinx-intl marks a changed string fuzzy; --no-obsolete drops a removed one
     subprocess.run([sys.executable, "-m", "sphinx_intl", "update", "--pot-dir", str(templates),
                     "--locale-dir", str(LOCALE), "--language", LANGUAGE, "--line-width", "-1", "--no-obsolete"],

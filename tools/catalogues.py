@@ -22,6 +22,7 @@ from babel.messages.pofile import read_po
 ROOT = Path(__file__).resolve().parent.parent
 LOCALE = ROOT / "locale" / "zh_CN"
 CATALOGUES = LOCALE / "LC_MESSAGES"
+OUTPUT_CATALOGUES = LOCALE / "outputs"      # the cell outputs' words (_ext/outputs.py)
 GLOSSARY = LOCALE / "glossary.md"
 # Translated first and kept whole: the landing page and the paper's model from idea to use.
 CORE_PAGES = ["book/index", "book/01_introduction", "book/02_background", "book/03_1_encoder_decoder_stacks",
@@ -36,16 +37,19 @@ CODE = re.compile(r"(`+)(.+?)\1", re.S)
 LINK = re.compile(r"\]\(([^)\s]*)\)|<(https?://[^>\s]+)>|href=\"([^\"]*)\"")
 # a finding put in when the book is built (_ext/findings.py): its name must come back as written
 SUBSTITUTION = re.compile(r"\{\{\s*\w+\s*\}\}")
+# a number of a cell output's message, put back when the page is built
+SLOT = re.compile(r"\{\d+\}")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-def page_of(path: Path) -> str:
-    return path.relative_to(CATALOGUES).with_suffix("").as_posix()
+def page_of(path: Path, folder: Path = CATALOGUES) -> str:
+    return path.relative_to(folder).with_suffix("").as_posix()
 
 
-def catalogues() -> dict:
-    """page -> its catalogue (babel Catalog), for every page that has one."""
-    return {page_of(path): read_po(path.open("rb")) for path in sorted(CATALOGUES.rglob("*.po"))}
+def catalogues(folder: Path = CATALOGUES) -> dict:
+    """page -> its catalogue (babel Catalog), for every page that has one: of the prose, or with
+    OUTPUT_CATALOGUES of the cell outputs."""
+    return {page_of(path, folder): read_po(path.open("rb")) for path in sorted(folder.rglob("*.po"))}
 
 
 def entries(catalogue) -> list:
@@ -61,9 +65,11 @@ def coverage(catalogue) -> tuple[int, int, int]:
 
 
 def fixed_parts(text: str) -> Counter:
-    """What a translation must keep: math, roles' targets, inline code, link targets, findings."""
+    """What a translation must keep: math, roles' targets, inline code, link targets, findings, and an
+    output's numbers."""
     kept = Counter(re.sub(r"\s+", "", m) for m in SUBSTITUTION.findall(text))
     text = SUBSTITUTION.sub(" ", text)
+    kept.update(SLOT.findall(MATH.sub(" ", text)))
     text = MATH.sub(lambda m: kept.update([m.group(0)]) or " ", text)
     for role, content in ROLE.findall(text):
         # {ref}`words <label>`: the words may be translated, the label not; {cite}`key` keeps it all
@@ -78,7 +84,7 @@ def fixed_parts(text: str) -> Counter:
 
 def prose(text: str) -> str:
     """The words of an entry, without its math, code and links (where an English term is no prose)."""
-    for pattern in (SUBSTITUTION, MATH, ROLE, CODE):
+    for pattern in (SUBSTITUTION, MATH, ROLE, CODE, SLOT):
         text = pattern.sub(" ", text)
     return re.sub(r"\]\([^)]*\)|<[^>]+>", " ", text)
 
@@ -187,10 +193,14 @@ def main(argv=None) -> int:
     parser.add_argument("pages", nargs="*", help="pages such as book/03_2_attention (default: all)")
     args = parser.parse_args(argv)
     books = catalogues()
+    outputs = {f"outputs/{page}": catalogue for page, catalogue in catalogues(OUTPUT_CATALOGUES).items()}
     unknown = [page for page in args.pages if page not in books]
     if unknown:
         sys.exit(f"error: no catalogue for {unknown}; pages are {sorted(books)}")
     chosen = args.pages or list(books)
+    # a page's outputs after the prose of all pages
+    chosen += [f"outputs/{page}" for page in chosen if f"outputs/{page}" in outputs]
+    books |= outputs
     terms, total, bad = glossary(), [0, 0, 0], 0
     for page in chosen:
         done, fuzzy, count = coverage(books[page])
