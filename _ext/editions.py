@@ -3,8 +3,12 @@ from the translation catalogues in locale/ (tools/book_zh.py builds it into the 
 
 Every page of either edition carries a link to the same page in the other, and each landing page says
 that the other edition exists. A page that only one edition has (the Chinese glossary) links to the
-other's landing page. Cell outputs and display math stay as written in both editions (KeptAsWritten),
-and the Chinese search index is built in seconds, not a minute (SeenWords)."""
+other's landing page. Cell outputs and display math are kept out of the prose's catalogues
+(KeptAsWritten; _ext/outputs.py gives the outputs their own), the translator page's form carries its
+Chinese words in the page (FormInEditionLanguage), and the Chinese search index is built in seconds, not
+a minute (SeenWords)."""
+import re
+from functools import cache
 from pathlib import Path
 
 from docutils import nodes
@@ -57,8 +61,9 @@ def add_switch(app, pagename, templatename, context, doctree):
 
 
 class KeptAsWritten(SphinxTransform):
-    """What every edition shows as it is, and so keeps out of the catalogues: a cell's output is what
-    its code printed (a re-run would make its translation stale), and display math has no words.
+    """What the prose's catalogues leave out: a cell's output is what its code printed, whole (a re-run
+    would make a translation of the whole stale: _ext/outputs.py translates its words with the numbers
+    left open), and display math has no words.
     Sphinx would also hand a translated math block back to the parser in reST syntax, which MyST
     renders as a stray "::" and a code block."""
 
@@ -112,6 +117,42 @@ class MathKeptWithPunctuation(SphinxPostTransform):
                 unit += nodes.Text(trail)
 
 
+# an element of the translator page's form whose words its script sets (data-say="KEY"), and a
+# placeholder or label it sets (data-say-placeholder="KEY", data-say-label="KEY")
+SAID = re.compile(r'(<(\w+)\b[^>]*\bdata-say="(\w+)"[^>]*>)([^<]*)(</\2>)')
+SAID_ATTRIBUTE = re.compile(r'(placeholder|aria-label)="[^"]*"(\s+data-say-(?:placeholder|label)="(\w+)")')
+PAGE_SCRIPT = Path(__file__).resolve().parent.parent / "web" / "translator" / "page.js"
+
+
+@cache
+def page_words(language: str) -> dict[str, str]:
+    """The translator page's fixed words in `language` (zh): its script's WORDS[language] entries
+    that are plain strings, read from the one place they are written."""
+    script = PAGE_SCRIPT.read_text(encoding="utf-8")
+    block = script[script.index(f"    {language}: {{"):]
+    block = block[:block.index("\n    },")]
+    return dict(re.findall(r'(\w+): "([^"\\]*)"', block))
+
+
+class FormInEditionLanguage(SphinxTransform):
+    """Chinese edition: the translator page's form (raw HTML) carries its Chinese words in the page
+    itself, as its script would set them, so a reader without JavaScript reads them too."""
+
+    default_priority = 6
+
+    def apply(self, **kwargs):
+        if self.config.language != "zh_CN":
+            return
+        for raw in list(self.document.findall(nodes.raw)):
+            text = raw.astext()
+            if "data-say" not in text or raw.get("format") != "html":
+                continue
+            words = page_words("zh")
+            text = SAID.sub(lambda m: m[1] + words.get(m[3], m[4]) + m[5], text)
+            text = SAID_ATTRIBUTE.sub(lambda m: f'{m[1]}="{words.get(m[3], "")}"{m[2]}', text)
+            raw.parent.replace(raw, nodes.raw("", text, format="html"))
+
+
 class SeenWords(list):
     """A list that answers `in` from a set. Sphinx's Chinese search keeps every Latin word it has split
     in a list and looks up each word it stems in that list: quadratic, half a minute of each build."""
@@ -140,6 +181,7 @@ def setup(app):
 
     zh.SearchChinese.latin_terms = SeenWords()  # a class attribute, shared by every instance
     app.add_transform(KeptAsWritten)
+    app.add_transform(FormInEditionLanguage)
     app.add_post_transform(MathKeptWithPunctuation)
     app.connect("config-inited", use_switch_template)
     app.connect("html-page-context", add_switch)

@@ -313,3 +313,18 @@ def test_the_chinese_pages_show_their_outputs_in_chinese(whole_book, outputs):
         if lost:
             missing[page] = lost[:3]
     assert shown > 200 and sum(map(len, missing.values())) <= 0.05 * shown, f"not shown in Chinese: {missing}"
+
+
+def test_the_translator_pages_form_is_chinese_without_its_script(whole_book):
+    """The form's words are in the Chinese page itself (read from page.js's WORDS.zh when the book is
+    built), so a reader without JavaScript, or before the script runs, reads them in Chinese."""
+    sys.path.insert(0, str(REPO / "_ext"))
+    from editions import page_words
+    words = page_words("zh")
+    page = (whole_book / "zh" / "book" / "06_1_try_the_model.html").read_text(encoding="utf-8")
+    form = page[page.index('<div id="translator"'):page.index('<script src="../translator/model.js"')]
+    said = dict(re.findall(r'data-say="(\w+)">([^<]*)<', form))
+    assert len(said) >= 12 and all(said[key] == words[key] for key in said), said
+    assert f'placeholder="{words["search_hint"]}"' in form and f'aria-label="{words["no_chart"]}"' in form
+    english = (whole_book / "book" / "06_1_try_the_model.html").read_text(encoding="utf-8")
+    assert 'data-say="greedy_search">Greedy search<' in english and "JavaScript, which is off" in english

@@ -12,7 +12,9 @@
   // --- the page's words, in the language of the book around it ----------------------------------------
 
   // The Chinese edition's pages say lang="zh-CN"; the HTML of the form is written in English, and
-  // in another language each of its elements marked data-say="KEY" takes WORDS[lang][KEY].
+  // in another language each of its elements marked data-say="KEY" takes WORDS[lang][KEY]. The
+  // Chinese build writes the plain-string words into the page too (_ext/editions.py), for a reader
+  // without JavaScript.
   const WORDS = {
     en: {
       waiting: "the next sentence waits for this one to finish",
@@ -44,6 +46,8 @@
       ready: seconds => `model ready in ${seconds} s`,
       keys: "English pieces (keys)", queries: "German pieces (queries)", weight: "weight",
       chart: (layer, head, pairs) => `Encoder-decoder attention, layer ${layer}, head ${head}: ${pairs}`,
+      no_script: "The translator needs JavaScript, which is off in this browser.",
+      no_chart: "Encoder-decoder attention: no translation yet",
     },
     zh: {
       english: "英文", translate: "翻译", beam_size: "束宽", greedy_search: "贪心解码",
@@ -75,6 +79,8 @@
       ready: seconds => `模型已就绪，用时 ${seconds} 秒`,
       keys: "英语子词（键）", queries: "德语子词（查询）", weight: "权重",
       chart: (layer, head, pairs) => `编码器-解码器注意力，第 ${layer} 层，头 ${head}：${pairs}`,
+      no_script: "翻译器需要 JavaScript，而这个浏览器关闭了它。",
+      no_chart: "编码器-解码器注意力：还没有译文",
       empty: "请先输入一个英语句子。",
       too_long: (n, most) => `这段文字有 ${n} 个字符；本页一次最多翻译 ${most} 个。请试试一个句子。`,
       too_many_pieces: (n, most) => `这个句子有 ${n} 个子词；模型训练时的句子最多 ${most} 个。请试试短一些的句子。`,
@@ -341,6 +347,8 @@
     for (const el of document.querySelectorAll("#translator [data-say]")) el.textContent = say(el.dataset.say);
     for (const el of document.querySelectorAll("#translator [data-say-placeholder]"))
       el.placeholder = say(el.dataset.sayPlaceholder);
+    for (const el of document.querySelectorAll("#translator [data-say-label]"))
+      el.setAttribute("aria-label", say(el.dataset.sayLabel));
   }
 
   async function start() {
