@@ -84,7 +84,8 @@ def catalogue_of(path: Path, stamp: float) -> dict[str, str]:
 class OutputsInEditionLanguage(SphinxTransform):
     """Chinese edition: each output message replaced by its translation, numbers as stored."""
 
-    default_priority = 6  # after KeptAsWritten keeps the outputs from Sphinx's own catalogues
+    # after Sphinx's smart quotes (750), which the gettext build's messages have been through
+    default_priority = 760
 
     def apply(self, **kwargs):
         if edition_of(self.app) == "en":
@@ -92,7 +93,9 @@ class OutputsInEditionLanguage(SphinxTransform):
         path = OUTPUTS / f"{self.env.docname}.po"
         if not path.is_file():
             return
-        self.env.note_dependency(str(path))          # a new translation rebuilds the page
+        # a new translation, or a new rule here, rebuilds the page
+        self.env.note_dependency(str(path))
+        self.env.note_dependency(__file__)
         catalogue = catalogue_of(path, path.stat().st_mtime)
         for text in list(output_texts(self.document)):
             new = translated(str(text), catalogue)
