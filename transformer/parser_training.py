@@ -291,11 +291,13 @@ def first_kept(n: int, folder: str | Path) -> tuple[list[Tree], dict]:
             teachers.add(tuple(header["teachers"]))
         kept = [(i, r) for i, r in enumerate(rows) if silver_kept(r)]
     except (OSError, ValueError, KeyError, EOFError) as err:
-        raise ValueError(f"{record_path} and its shards cannot be read ({err})") from None
+        raise ValueError(f"{record_path} and its shards cannot be read ({err})"
+                         ) from None
     if len(rows) != record["sentences"] or len(kept) != record["kept"]:
-        raise ValueError(f"{record_path} counts {record['sentences']} sentences and "
-                         f"{record['kept']} kept trees, but its shards hold {len(rows)} "
-                         f"and {len(kept)}; write the record again with --record")
+        raise ValueError(f"{record_path} counts {record['sentences']} sentences "
+                         f"and {record['kept']} kept trees, but its shards hold "
+                         f"{len(rows)} and {len(kept)}; write the record again with "
+                         "--record")
     if len(kept) < n:
         raise ValueError(f"{record_path} holds {len(kept)} kept trees, fewer than {n}; "
                          "parse more with python scripts/silver_treebank.py "
@@ -308,16 +310,17 @@ def first_kept(n: int, folder: str | Path) -> tuple[list[Tree], dict]:
 
 CURVE_SIZES = (8_500, 12_500, 25_000, 50_000)   # and 0: the WSJ-only run
 CURVE_RULE = (
-    "each point: the gold training trees once beside the first N kept trees of the large "
-    "silver treebank in its shards' order (WSJ sentences with gold tags first, then news, "
-    "then Brown), the mix the semi-supervised pilot chose by its rule; the WSJ-only run's "
-    "profile, trained from its first step; the round by the same smoothed dev F1 and "
-    "patience, within the profile's most rounds; test decoded by AVERAGE_RULE and the "
-    "paper's beam 21, alpha 0.3")
+    "each point: the gold training trees once beside the first N kept trees of the "
+    "large silver treebank in its shards' order (WSJ sentences with gold tags first, "
+    "then news, then Brown), the mix the semi-supervised pilot chose by its rule; the "
+    "WSJ-only run's profile, trained from its first step; the round by the same "
+    "smoothed dev F1 and patience, within the profile's most rounds; test decoded by "
+    "AVERAGE_RULE and the paper's beam 21, alpha 0.3")
 REACH_F1, FLAT_F1 = 65.0, 2.0
-VERDICT_RULE = (f"the largest point reaches the PCFG's range if its test F1 is at least "
-                f"{REACH_F1:g}; else the curve has flattened if its last two doublings "
-                f"together add less than {FLAT_F1:g} test F1; else it still rises")
+VERDICT_RULE = (f"the largest point reaches the PCFG's range if its test F1 is at "
+                f"least {REACH_F1:g}; else the curve has flattened if its last two "
+                f"doublings together add less than {FLAT_F1:g} test F1; else it still "
+                "rises")
 
 
 def curve_verdict(points: dict[int, dict]) -> dict | None:
