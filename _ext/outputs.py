@@ -20,7 +20,8 @@ from editions import edition_of
 
 # a number standing alone (not part of a name such as F1, x2, 8x8 or wsj_0001), whole (never 1 of 1.5),
 # with a thousands comma inside; a ratio's x (1.95x) follows it as a unit
-NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][-+]?\d+)?(?:(?![\w.])|(?=x(?!\w))|(?=\.(?!\d)))")
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][-+]?\d+)?"
+                    r"(?:(?![\w.])|(?=x(?!\w))|(?=\.(?!\d)))")
 SLOT = re.compile(r"\{(\d+)\}")
 # a word of prose: letters, lower case after the first; a path, a name with _ or a command is not prose
 WORD = re.compile(r"(?<![\w/.`-])[A-Za-z][a-z]+(?![\w/`]|\.\w)")
