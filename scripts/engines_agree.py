@@ -31,17 +31,18 @@ BEAM = 4
 OUT = ROOT / "results" / "decoding" / "engines.json"
 
 
-def scored(model, vocab, source, translation, alpha):
-    """The search's ranking score of `translation`: log P / length_penalty, </s> counted."""
+def scored(model, vocab, src, translation, alpha):
+    """The search's ranking score of `translation` of the encoded source `src`: log P / length_penalty, </s>
+    counted."""
     out = vocab.encode(translation) + [EOS]
-    src = torch.tensor([vocab.encode(source) + [EOS]])
     return sequence_logprob(model, src, torch.tensor([out]), BOS, EOS).item() / length_penalty(len(out), alpha)
 
 
-def live_at_stop(model, vocab, source, translation, alpha):
-    """Whether `translation` (or a prefix of it) was among the package's live beams when its search stopped."""
+def live_at_stop(model, vocab, src, translation, alpha):
+    """Whether `translation` (or a prefix of it) was among the package's live beams when its search of the
+    encoded source `src` stopped."""
     trace = []
-    simple_beam_search(model, torch.tensor([vocab.encode(source) + [EOS]]), BOS, EOS, BEAM, alpha, trace=trace)
+    simple_beam_search(model, src, BOS, EOS, BEAM, alpha, trace=trace)
     want = vocab.encode(translation)
     return any(want[:len(b["tokens"])] == b["tokens"] for b in trace[-1]["sentences"][0]["beams"])
 
@@ -65,11 +66,12 @@ def main(argv=None):
             rows = []
             for i, (ours, theirs) in enumerate(zip(out["package"], out["ctranslate2"])):
                 if ours != theirs:
-                    score = {name: round(scored(model, vocab, sources[i], t, alpha), 4)
+                    src = torch.tensor([vocab.encode(sources[i]) + [EOS]])
+                    score = {name: round(scored(model, vocab, src, t, alpha), 4)
                              for name, t in (("package", ours), ("ctranslate2", theirs))}
                     rows.append({"line": i + 1, "package": ours, "ctranslate2": theirs, "score": score,
                                  "higher": max(score, key=score.get) if len(set(score.values())) > 1 else "tie",
-                                 "engine_live_at_package_stop": live_at_stop(model, vocab, sources[i], theirs,
+                                 "engine_live_at_package_stop": live_at_stop(model, vocab, src, theirs,
                                                                               alpha)})
             per_alpha[str(alpha)] = {
                 "sentences": len(sources), "differ": len(rows),

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 from babel.messages.pofile import read_po
 
-from catalogues import CATALOGUES, search_terms
+from catalogues import CATALOGUES, OUTPUT_CATALOGUES, search_terms
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "_ext"))
@@ -31,7 +31,6 @@ from outputs import templates_of  # noqa: E402
 
 LANGUAGE = "zh_CN"
 LOCALE = ROOT / "locale"
-OUTPUT_CATALOGUES = LOCALE / LANGUAGE / "outputs"       # _ext/outputs.py
 # Per page (not one catalogue for the book): a page's coverage is its own file's, and two people
 # translating two chapters never edit the same file. No source line numbers: they would change every
 # entry's comment whenever a cell above it grew.

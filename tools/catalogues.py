@@ -89,9 +89,10 @@ def prose(text: str) -> str:
     return re.sub(r"\]\([^)]*\)|<[^>]+>", " ", text)
 
 
-def glossary_table() -> list[list[str]]:
-    """The cells of each row of the glossary's first table, the one-term-per-idea terms. The page's
-    later tables (after the next heading: the book's working words, rendered by context) are not read."""
+def glossary_table(header: bool = False) -> list[list[str]]:
+    """The cells of each row of the glossary's first table, the one-term-per-idea terms, after the
+    column names with `header`. The page's later tables (after the next heading: the book's working
+    words, rendered by context) are not read."""
     rows, started = [], False
     for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
         if line.startswith("#") and started:
@@ -100,7 +101,9 @@ def glossary_table() -> list[list[str]]:
             continue
         started = True
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) >= 2 and cells[0] not in ("English", "") and not set(cells[0]) <= set("-: "):
+        if cells[0] == "English" and header:
+            rows.append(cells)
+        elif len(cells) >= 2 and cells[0] not in ("English", "") and not set(cells[0]) <= set("-: "):
             rows.append(cells)
     return rows
 
@@ -113,14 +116,12 @@ def glossary() -> list[tuple[list[str], str]]:
 def also_written() -> dict[str, list[str]]:
     """Chinese term: the other renderings a reader may know or type (the column 又作), which the
     search must find too; the translation itself uses only the term."""
-    header = next(line for line in GLOSSARY.read_text(encoding="utf-8").splitlines()
-                  if line.strip().startswith("| English"))
-    names = [cell.strip() for cell in header.strip().strip("|").split("|")]
+    names, *rows = glossary_table(header=True)
     if "又作" not in names:
         return {}
     column = names.index("又作")
     return {cells[1]: [word.strip() for word in re.split(r"[、/,，]", cells[column]) if word.strip()]
-            for cells in glossary_table() if len(cells) > column}
+            for cells in rows if len(cells) > column}
 
 
 def search_terms() -> list[str]:

@@ -4,11 +4,11 @@
 section 5.1)."""
 
 __all__ = [
-    "LINE_END", "decode_line", "iter_utf8_lines", "read_lines", "read_parallel", "remove_leftovers",
-    "atomic_file", "read_json", "clean_pairs", "PAD", "UNK", "BOS", "EOS", "Vocab", "NORMALIZATION",
-    "train_vocab", "atomic_write_bytes", "TokenArray", "ParallelData", "encode_pairs",
-    "token_batches", "collate", "BatchStream", "split_batch", "accumulation_steps", "padded_length",
-    "batch_shape",
+    "LINE_END", "split_lines", "decode_line", "iter_utf8_lines", "read_lines", "read_parallel",
+    "remove_leftovers", "atomic_file", "read_json", "clean_pairs", "PAD", "UNK", "BOS", "EOS",
+    "Vocab", "NORMALIZATION", "train_vocab", "atomic_write_bytes", "TokenArray", "ParallelData",
+    "encode_pairs", "token_batches", "collate", "BatchStream", "split_batch", "accumulation_steps",
+    "padded_length", "batch_shape",
 ]
 
 import contextlib
@@ -31,6 +31,13 @@ import torch
 
 # where a line of text a user gives ends (an editor of any system): LF, CRLF or lone CR
 LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Bytes cut at every LINE_END; what follows the last line end is a line only if
+    it is not empty (a file's final line end closes a line, it opens none)."""
+    lines = LINE_END.split(data)
+    return lines[:-1] if lines[-1] == b"" else lines
 
 
 def decode_line(raw: bytes, number: int, label: str) -> str:
@@ -67,10 +74,8 @@ def read_lines(path: str | Path, any_line_end: bool = False) -> list[str]:
         raise FileNotFoundError(f"{path}: no such file")
     if not any_line_end:
         return list(iter_utf8_lines(path, str(path)))
-    lines = LINE_END.split(path.read_bytes())
-    if lines[-1] == b"":
-        lines.pop()                           # the end of the last line, not a line
-    return [decode_line(raw, n, str(path)) for n, raw in enumerate(lines, 1)]
+    return [decode_line(raw, n, str(path))
+            for n, raw in enumerate(split_lines(path.read_bytes()), 1)]
 
 
 def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[tuple[str, str]]:

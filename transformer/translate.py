@@ -24,7 +24,7 @@ from transformer import decode
 from transformer.checkpoint import CheckpointError
 from transformer.corpora import data_dir
 from transformer.cli import check_writable, length_penalty_alpha, positive_int
-from transformer.data import LINE_END, Vocab, atomic_file, decode_line
+from transformer.data import LINE_END, Vocab, atomic_file, decode_line, split_lines
 from transformer.decode import (ALPHA, BEAM, TOO_LONG, Engine, ModelEngine, TooLong,
                                 check_search)
 from transformer.deploy import CTranslate2Model
@@ -157,9 +157,7 @@ def line_groups(stream: BinaryIO, label: str, most: int = 256
             *lines, pending = LINE_END.split(buffered[:cut])
             pending += buffered[cut:]
         else:
-            lines, pending = LINE_END.split(pending) if pending else [], b""
-            if lines and not lines[-1]:
-                lines.pop()               # the end of the last line, not a line
+            lines, pending = split_lines(pending), b""
         for start in range(0, len(lines), most):
             group = lines[start:start + most]
             yield number, [decode_line(raw, number + k, label)
