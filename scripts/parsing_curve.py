@@ -3,8 +3,8 @@
     python scripts/parsing_curve.py      # reads the points' records; seconds
 
 Each point is a run of scripts/parsing.py: the WSJ-only run (0 silver trees) and `--silver N` for each of
-CURVE_SIZES (transformer/parser_training.py, with CURVE_RULE and VERDICT_RULE). This command trains nothing; it reads each point's record and test trees,
-refuses a point whose record names uncommitted code or a commit that is not in the history, and writes
+CURVE_SIZES (transformer/parser_training.py, with CURVE_RULE and VERDICT_RULE). This command trains
+nothing; it reads each point's record and test trees, refuses a point whose record names uncommitted code or a commit that is not in the history, and writes
 results/parsing-curve/curve.json: per point the test and dev F1, how many of its PP brackets open at a word
 tagged IN or TO, and F1 by sentence length; the same for the PCFG (tagger's tags) and the variant told which
 word it is on (WSJ only), drawn as lines beside the curve; and the verdict by VERDICT_RULE, once every point
@@ -17,13 +17,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from transformer.parser_training import CURVE_RULE, CURVE_SIZES, curve_verdict  # noqa: E402
+from transformer.parser_training import CURVE_RULE, CURVE_SIZES, curve_point, curve_verdict  # noqa: E402
 from transformer.parsing import f1_by_length, opening_tags, read_trees, read_treebank  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 
 RESULTS = ROOT / "results"
 # the WSJ-only run is the curve's first point; the lines it is read against
-POINTS = {0: "parsing", **{n: f"parsing-silver-{n}" for n in CURVE_SIZES}}
+POINTS = {n: curve_point(n) for n in (0, *CURVE_SIZES)}
 LINES = {"PCFG, tagger's tags": ("parsing/baselines.json", "parsing/pcfg.tagger.test.pred.mrg"),
          "variant told its word, WSJ only": ("parsing-pointerXX/results.json", "parsing-pointerXX/test.pred.mrg")}
 

@@ -7,6 +7,7 @@ The site tests read the book that `make book` and `make book-zh` build (the whol
 """
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -140,6 +141,32 @@ def test_an_outputs_words_are_translated_and_its_numbers_kept():
     assert translated("  test F1 37.68 on 245 sentences\nresults/x.json", catalogue) == (
         "  245 个句子上的测试 F1 为 37.68\nresults/x.json")
     assert translated("test F1 37.68 on 245 trees", catalogue) == "test F1 37.68 on 245 trees"
+
+
+def test_a_figures_words_are_translated_and_its_formulas_kept():
+    """_ext/outputs.py: a figure keeps its words as text; its plain labels are translated whole, and a
+    label with a formula keeps the formula's glyphs, its words replaced and the glyphs after them moved."""
+    import io
+
+    import matplotlib
+    import matplotlib.pyplot as plt
+    sys.path.insert(0, str(REPO / "_ext"))
+    from outputs import figure_texts, translated_figure
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig, ax = plt.subplots()
+        ax.plot([1, 2], [3, 4], label="$\\propto n$ (slope 1)")
+        ax.set(title="loss by step", xlabel="sequence length $n$")
+        ax.legend()
+        svg = io.StringIO()
+        fig.savefig(svg, format="svg")
+        plt.close(fig)
+    english = svg.getvalue()
+    assert {"loss by step", "sequence length $n$", "$\\propto n$ (slope 1)"} <= set(figure_texts(english))
+    chinese = translated_figure(english, {"loss by step": "各步的损失", "sequence length $n$": "序列长度 $n$",
+                                          "$\\propto n$ (slope {0})": "$\\propto n$（斜率 {0}）"})
+    assert ">各步的损失</text>" in chinese and ">序列长度 </tspan>" in chinese and ">（斜率 1）</tspan>" in chinese
+    assert chinese.count("font-style: oblique") == english.count("font-style: oblique")    # the formulas' n
+    assert translated_figure(english, {}) == english
 
 
 def test_the_outputs_are_translated_and_nothing_is_fuzzy(outputs):
@@ -299,13 +326,50 @@ def test_every_finding_is_put_in_on_every_page_of_both_editions(whole_book):
             assert values[lang][name] in " ".join(text.split()), (lang, name, values[lang][name])
 
 
+def figure_files(page: Path) -> list[Path]:
+    """The SVG files of a built page's output figures."""
+    text = page.read_text(encoding="utf-8")
+    return [(page.parent / src).resolve() for src in
+            re.findall(r'<img[^>]*\bsrc="([^"]+\.svg)"', text[text.find('<article'):])]
+
+
+def figure_words(svg: str) -> list[str]:
+    return [html.unescape(words) for words in re.findall(r"<text\b[^>]*>([^<]+)</text>", svg)]
+
+
+def shown_text(page: Path) -> str:
+    """What a reader of the built page reads, its figures' words included, in single spaces."""
+    figures = [text for figure in figure_files(page) for text in figure_words(figure.read_text(encoding="utf-8"))]
+    return " ".join(" ".join([visible_text(page), *figures]).split())
+
+
+def test_every_figure_on_a_chinese_page_has_chinese_words(whole_book):
+    """The figures keep their words as text (svg.fonttype none), and the Chinese edition shows a copy
+    with them translated: each figure with words has Chinese among them (a title, an axis, a legend),
+    and the English page's figure keeps its English."""
+    figures, english_only = 0, []
+    for page in pages(whole_book / "zh"):
+        inline = re.findall(r"<svg\b.*?</svg>", page.read_text(encoding="utf-8"), flags=re.S)
+        for name, svg in [*((f.name, f.read_text(encoding="utf-8")) for f in figure_files(page)),
+                          *((f"inline figure {i + 1}", s) for i, s in enumerate(inline) if "<text" in s)]:
+            words = [w for w in figure_words(svg) if re.search(r"[A-Za-z]{2}", w) or CJK.search(w)]
+            if words:
+                figures += 1
+                if not any(CJK.search(w) for w in words):
+                    english_only.append(f"{page.name}: {name} {words[:3]}")
+    assert figures > 40 and not english_only, english_only
+    for page in pages(whole_book):
+        for figure in figure_files(page):
+            assert not any(CJK.search(w) for w in figure_words(figure.read_text(encoding="utf-8"))), figure
+
+
 def test_the_chinese_pages_show_their_outputs_in_chinese(whole_book, outputs):
-    """Each translated output message without numbers (a table's header, a verdict's words) is on its
-    Chinese page in Chinese, from the notebooks' stored outputs, and the English page keeps the English."""
+    """Each translated output message without numbers (a table's header, a verdict's words, a figure's
+    label) is on its Chinese page in Chinese, from the notebooks' stored outputs, and the English page
+    keeps the English."""
     shown, missing = 0, {}
     for page, catalogue in outputs.items():
-        chinese = " ".join(visible_text(whole_book / "zh" / f"{page}.html").split())
-        english = " ".join(visible_text(whole_book / f"{page}.html").split())
+        chinese, english = (shown_text(whole_book / edition / f"{page}.html") for edition in ("zh", ""))
         plain = [m for m in catalogue if m.id and m.string and m.string != m.id and "{" not in m.id]
         lost = [m.id for m in plain if " ".join(m.string.split()) not in chinese]
         shown += len(plain) - len(lost)

@@ -15,6 +15,7 @@ from transformer.machine import hardware_line
 from transformer.model import PRESETS
 from transformer.findings import gpu_check_steps
 from transformer.paper import DATA, MULTI30K_ANCHOR, TABLE2, TABLE3, TABLE4, TRAINING
+from transformer.parser_training import SEMI_ROW
 from transformer.profiles import PROFILES
 from transformer.run import run_profile
 from transformer.table3 import (claim_verdicts, claims_by_verdict, load_records,
@@ -126,8 +127,8 @@ def _parsing_row(results: Path) -> dict | None:
     parse = _read_record(results, "parsing", "results.json")
     floors = _read_record(results, "parsing", "baselines.json")["test"]
     pcfg = floors["PCFG, tagger's tags"]
-    semi = (_read_record(results, "parsing-semi", "results.json")
-            if (results / "parsing-semi" / "results.json").exists() else None)
+    semi = (_read_record(results, SEMI_ROW, "results.json")
+            if (results / SEMI_ROW / "results.json").exists() else None)
     paper = {data.split(",")[0]: f1 for model, data, f1 in TABLE4
              if model.startswith("Transformer")}
     return dict(

@@ -22,6 +22,7 @@ from pathlib import Path
 from transformer.evaluate import COLLAPSED
 from transformer.paper import (AVERAGING, DATA, DECODING, GPU_TFLOPS, MULTI30K_ANCHOR,
                                PARSING, TABLE2, TABLE3, TABLE4, TRAINING)
+from transformer.parser_training import SEMI_ROW
 from transformer.profiles import PROFILES
 
 LANGUAGES = ("en", "zh_CN")
@@ -275,10 +276,10 @@ register({
 })
 
 
-PARSE, PARSE_SEMI = "parsing/results.json", "parsing-semi/results.json"
+PARSE, PARSE_SEMI = "parsing/results.json", f"{SEMI_ROW}/results.json"
 TOLD, TOLD_SEMI = ("parsing-pointerXX/results.json",
                    "parsing-ptb-semi-pointerXX/results.json")
-SILVER = "parsing-semi/silver.json"
+SILVER = "parsing-semi/silver.json"       # the first silver treebank
 PTB_PARSE = PROFILES["ptb-parse"]
 
 
@@ -307,6 +308,9 @@ register({
     "parse_test_sentences": (f"{PARSE}:test.sentences", "{:,}"),
     "parse_f1": (f"{PARSE}:test.f1", "{:.1f}"),
     "semi_f1": (f"{PARSE_SEMI}:test.f1", "{:.1f}"),
+    "semi_silver_trees": (f"{PARSE_SEMI}:silver.trees", "{:,}"),
+    "semi_silver_wsj": (f"{PARSE_SEMI}:silver.kept_per_source.wsj", "{:,}"),
+    "semi_silver_news": (f"{PARSE_SEMI}:silver.kept_per_source.news", "{:,}"),
     "silver_gain": (lambda r: load(r, PARSE_SEMI)["test"]["f1"]
                     - load(r, PARSE)["test"]["f1"], "{:.1f}"),
     "told_f1": (f"{TOLD}:test.f1", "{:.1f}"),
