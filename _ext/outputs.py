@@ -250,9 +250,10 @@ def write_templates(app, exception):
 
 
 def figures_in_catalogues(app, config):
-    """The gettext build renders a figure's SVG too (myst-nb keeps only its text/plain there), so that
-    the figure's words become messages."""
-    config.nb_mime_priority_overrides = [*config.nb_mime_priority_overrides, ("gettext", "image/svg+xml", 5)]
+    """The gettext build renders a figure's SVG, and the HTML that draws one inline, too (myst-nb keeps
+    only text/plain there), so that the figure's words become messages."""
+    config.nb_mime_priority_overrides = [*config.nb_mime_priority_overrides, ("gettext", "image/svg+xml", 5),
+                                         ("gettext", "text/html", 6)]
 
 
 def setup(app):

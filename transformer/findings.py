@@ -288,13 +288,14 @@ def _epochs_per_round(results: Path) -> float:
     return run["training"]["epochs"] / len(run["dev_curve"])
 
 
-def _semi_behind(results: Path) -> int:
-    """The first round after the pilot rounds at which the semi-supervised run's raw
-    dev F1 is below the WSJ-only run's."""
+def _semi_ahead(results: Path) -> tuple[int, int]:
+    """Of the rounds after the fewest the stop rule allows that both runs reached: in how
+    many the semi-supervised run's raw dev F1 is above the WSJ-only run's, and how many
+    there are."""
     wsj = {p["round"]: p["dev_f1"] for p in load(results, PARSE)["dev_curve"]}
-    return next(p["round"] for p in load(results, PARSE_SEMI)["dev_curve"]
-                if p["round"] > PTB_PARSE.min_rounds and p["round"] in wsj
-                and p["dev_f1"] < wsj[p["round"]])
+    ahead = [p["dev_f1"] > wsj[p["round"]] for p in load(results, PARSE_SEMI)["dev_curve"]
+             if p["round"] > PTB_PARSE.min_rounds and p["round"] in wsj]
+    return sum(ahead), len(ahead)
 
 
 register({
@@ -330,7 +331,8 @@ register({
                          "{:.0f}"),
     "first_parse_lr_factor": ("parsing-collapsed/results.json:lr_factor", "{}"),
     "pilot_rounds": ("parsing-pilot/f0.25-p0.1.json:rounds", "{}"),
-    "semi_behind_round": (_semi_behind, "{}"),
+    "semi_ahead_rounds": (lambda r: _semi_ahead(r)[0], "{}"),
+    "semi_compared_rounds": (lambda r: _semi_ahead(r)[1], "{}"),
     "collapsed": (paper(COLLAPSED), "{}"),
     "paper_wsj_test_sentences": (paper(DATA["wsj_test_sentences"]), "{:,}"),
     "paper_semi_gain": (paper(_table4("semi-supervised") - _table4("WSJ only")),
