@@ -322,7 +322,7 @@ def test_every_finding_is_put_in_on_every_page_of_both_editions(whole_book):
     landing = {"en": prose_text(whole_book / "book" / "index.html"),
                "zh_CN": prose_text(whole_book / "zh" / "book" / "index.html")}
     for lang, text in landing.items():
-        for name in ("paper_wmt14_pairs", "silver_kept", "table3_scale"):
+        for name in ("paper_wmt14_pairs", "semi_silver_trees", "table3_scale"):
             assert values[lang][name] in " ".join(text.split()), (lang, name, values[lang][name])
 
 
@@ -370,7 +370,8 @@ def test_the_chinese_pages_show_their_outputs_in_chinese(whole_book, outputs):
     shown, missing = 0, {}
     for page, catalogue in outputs.items():
         chinese, english = (shown_text(whole_book / edition / f"{page}.html") for edition in ("zh", ""))
-        plain = [m for m in catalogue if m.id and m.string and m.string != m.id and "{" not in m.id]
+        # (a label with a formula is drawn glyph by glyph: its words are in no one text element)
+        plain = [m for m in catalogue if m.id and m.string and m.string != m.id and not set(m.id) & set("{$")]
         lost = [m.id for m in plain if " ".join(m.string.split()) not in chinese]
         shown += len(plain) - len(lost)
         assert all(" ".join(m.id.split()) in english for m in plain[:5]), page

@@ -9,8 +9,8 @@ __all__ = [
     "encoder_diagnostics", "PILOT_ROUNDS", "ROUND_KEYS", "pilot_choice", "RATE_PILOT",
     "pilot_trial", "VOCAB_LAST", "last_rounds_choice", "last_rounds_rule", "VOCAB_PILOT",
     "ATTN_RATES", "ATTN_PILOT", "read_silver", "SEMI_PILOT", "PILOTS", "pilot_of", "SHARD",
-    "read_shard", "first_kept", "CURVE_SIZES", "curve_point", "SEMI_ROW", "CURVE_RULE", "REACH_F1",
-    "FLAT_F1", "VERDICT_RULE", "curve_verdict",
+    "read_shard", "first_kept", "CURVE_SIZES", "CURVE_RULE", "REACH_F1", "FLAT_F1", "VERDICT_RULE",
+    "curve_verdict", "curve_point", "SEMI_ROW",
 ]
 
 import gzip
@@ -309,16 +309,6 @@ def first_kept(n: int, folder: str | Path) -> tuple[list[Tree], dict]:
 
 
 CURVE_SIZES = (8_500, 12_500, 25_000, 50_000)   # and 0: the WSJ-only run
-
-
-def curve_point(n: int) -> str:
-    """The results folder of the curve's point at n silver trees."""
-    return f"parsing-silver-{n}" if n else "parsing"
-
-
-# Table 4's semi-supervised row: the smallest point, about as many silver trees as the
-# first silver treebank kept, from the large treebank and committed code
-SEMI_ROW = curve_point(CURVE_SIZES[0])
 CURVE_RULE = (
     "each point: the gold training trees once beside the first N kept trees of the "
     "large silver treebank in its shards' order (WSJ sentences with gold tags first, "
@@ -343,3 +333,13 @@ def curve_verdict(points: dict[int, dict]) -> dict | None:
                else "flattened" if last - two_back < FLAT_F1 else "rises")
     return {"rule": VERDICT_RULE, "outcome": outcome, "largest": sizes[-1],
             "test_f1": last, "last_two_doublings_add": round(last - two_back, 3)}
+
+
+def curve_point(n: int) -> str:
+    """The results folder of the curve's point at n silver trees."""
+    return f"parsing-silver-{n}" if n else "parsing"
+
+
+# Table 4's semi-supervised row: the smallest point, about as many silver trees as the
+# first silver treebank kept, from the large treebank and committed code
+SEMI_ROW = curve_point(CURVE_SIZES[0])
