@@ -334,7 +334,7 @@ def main(argv=None):
         "encoder": pt.encoder_diagnostics(model, vocab, [s for s, _ in dev_pairs]),
         "scoring": "labelled bracket P/R/F1 following evalb's COLLINS.prm (punctuation ignored, ADVP = PRT, "
                    "gold tags put back on predicted trees); all sentence lengths",
-        **({"silver": {"treebank": f"{LARGE_SILVER.relative_to(ROOT)}/silver.json", **silver},
+        **({"silver": {"treebank": "results/silver-treebank/silver.json", **silver},
             "curve_rule": pt.CURVE_RULE} if silver else {}),
     }
     command = ("python scripts/parsing.py" + (" --share-embeddings" if args.share_embeddings else "")
