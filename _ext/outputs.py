@@ -151,7 +151,7 @@ def translated_math_label(match, catalogue: dict[str, str], centred: bool) -> st
     lead, trail = len(old_runs[0]), len(old_runs[-1]) if len(old_runs) > 1 else 0
     # the translation keeps the formulas, and the glyphs are the label's, one a character of its words
     if (new == label or FORMULA.findall(new) != FORMULA.findall(label) or len(glyphs) < lead + trail
-            or len(glyphs) != match.group(3).count("<tspan") or (shifts_drawing(match) and trail)
+            or len(glyphs) != match.group(3).count("<tspan") or shifts_drawing(match)
             or "".join(g[3] for g in glyphs[:lead]) != old_runs[0]
             or "".join(g[3] for g in glyphs[len(glyphs) - trail:]) != (old_runs[-1] if trail else "")):
         return match.group(0)

@@ -5,7 +5,7 @@
 Each point is a run of scripts/parsing.py: the WSJ-only run (0 silver trees) and `--silver N` for each of
 CURVE_SIZES (transformer/parser_training.py, with CURVE_RULE and VERDICT_RULE). This command trains
 nothing; it reads each point's record and test trees, refuses a point whose record names uncommitted code or a commit that is not in the history, and writes
-results/parsing-curve/curve.json: per point the test and dev F1, how many of its PP brackets open at a word
+results/parsing-curve/curve.json: per point the test and dev F1, the machine it trained on, how many of its PP brackets open at a word
 tagged IN or TO, and F1 by sentence length; the same for the PCFG (tagger's tags) and the variant told which
 word it is on (WSJ only), drawn as lines beside the curve; and the verdict by VERDICT_RULE, once every point
 has a record. A point still to run is listed with its command.
@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from transformer.parser_training import CURVE_RULE, CURVE_SIZES, curve_point, curve_verdict  # noqa: E402
+from transformer.machine import hardware_line  # noqa: E402
 from transformer.parsing import f1_by_length, opening_tags, read_trees, read_treebank  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 
@@ -58,6 +59,7 @@ def main(argv=None):
                         "train_pairs": record["training"]["train_pairs"], "steps": record["training"]["steps"],
                         "stopped_by": record["training"]["stopped_by"],
                         "train_minutes": record["training"]["train_minutes"],
+                        "hardware": hardware_line(record["hardware"]),
                         **measured(gold, read_trees(path.with_name("test.pred.mrg")))}
     lines = {}
     for name, (record, trees) in LINES.items():

@@ -155,7 +155,7 @@ def test_a_figures_words_are_translated_and_its_formulas_kept():
     with matplotlib.rc_context({"svg.fonttype": "none"}):
         fig, ax = plt.subplots()
         ax.plot([1, 2], [3, 4], label="$\\propto n$ (slope 1)")
-        ax.set(title="loss by step", xlabel="sequence length $n$")
+        ax.set(title="loss by step", xlabel="sequence length $n$", ylabel="root $\\sqrt{n}$")
         ax.legend()
         svg = io.StringIO()
         fig.savefig(svg, format="svg")
@@ -163,9 +163,11 @@ def test_a_figures_words_are_translated_and_its_formulas_kept():
     english = svg.getvalue()
     assert {"loss by step", "sequence length $n$", "$\\propto n$ (slope 1)"} <= set(figure_texts(english))
     chinese = translated_figure(english, {"loss by step": "各步的损失", "sequence length $n$": "序列长度 $n$",
-                                          "$\\propto n$ (slope {0})": "$\\propto n$（斜率 {0}）"})
+                                          "$\\propto n$ (slope {0})": "$\\propto n$（斜率 {0}）",
+                                          "root $\\sqrt{n}$": "根 $\\sqrt{n}$"})
     assert ">各步的损失</text>" in chinese and ">序列长度 </tspan>" in chinese and ">（斜率 1）</tspan>" in chinese
     assert chinese.count("font-style: oblique") == english.count("font-style: oblique")    # the formulas' n
+    assert "根" not in chinese      # the radical's bar is drawn, not written: moving the glyphs would leave it
     assert translated_figure(english, {}) == english
 
 
