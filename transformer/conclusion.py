@@ -13,7 +13,7 @@ from pathlib import Path
 
 from transformer.machine import hardware_line
 from transformer.model import PRESETS
-from transformer.findings import gpu_check_steps
+from transformer.findings import CURVE_WORDS, gpu_check_steps
 from transformer.paper import DATA, MULTI30K_ANCHOR, TABLE2, TABLE3, TABLE4, TRAINING
 from transformer.parser_training import SEMI_ROW
 from transformer.profiles import PROFILES
@@ -129,6 +129,8 @@ def _parsing_row(results: Path) -> dict | None:
     pcfg = floors["PCFG, tagger's tags"]
     semi = (_read_record(results, SEMI_ROW, "results.json")
             if (results / SEMI_ROW / "results.json").exists() else None)
+    verdict = (_read_record(results, "parsing-curve", "curve.json")["verdict"]
+               if (results / "parsing-curve" / "curve.json").exists() else None)
     paper = {data.split(",")[0]: f1 for model, data, f1 in TABLE4
              if model.startswith("Transformer")}
     return dict(
@@ -136,6 +138,8 @@ def _parsing_row(results: Path) -> dict | None:
                "sentences)",
         ours=f"{parse['test']['f1']:.1f} F1 WSJ only"
              + (f", {semi['test']['f1']:.1f} semi-supervised" if semi else "")
+             + (f" ({verdict['test_f1']:.1f} with {verdict['largest']:,} silver trees)"
+                if verdict else "")
              + f"; a PCFG from the same trees {pcfg['f1']:.1f}",
         paper=f"{paper['WSJ only']} F1 WSJ only, {paper['semi-supervised']} "
               f"semi-supervised, on WSJ section 23 ({DATA['wsj_train_sentences']:,} "

@@ -9,7 +9,8 @@ __all__ = [
     "LANGUAGES", "Finding", "FINDINGS", "FindingError", "load", "record", "register", "text",
     "substitutions", "paper", "MILLIONS", "THOUSANDS", "first_record", "SCALES", "M30K",
     "gpu_check_steps", "log_summary", "summary", "RECIPES", "recipe", "PARSE", "TOLD", "TOLD_SEMI",
-    "SILVER", "PTB_PARSE", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT", "vit_images",
+    "SILVER", "CURVE", "PTB_PARSE", "CURVE_WORDS", "ZH", "ZH_FIRST", "VISION", "MILLIONS_SHORT",
+    "vit_images",
 ]
 
 import functools
@@ -279,6 +280,7 @@ PARSE = "parsing/results.json"
 TOLD, TOLD_SEMI = ("parsing-pointerXX/results.json",
                    "parsing-ptb-semi-pointerXX/results.json")
 SILVER = "parsing-semi/silver.json"       # the first silver treebank
+CURVE = "parsing-curve/curve.json"       # Table 4's second row against silver trees
 PTB_PARSE = PROFILES["ptb-parse"]
 
 
@@ -305,6 +307,11 @@ def _semi_ahead(results: Path) -> tuple[int, int]:
     return sum(ahead), len(ahead)
 
 
+# the learning curve's verdict by VERDICT_RULE, as each edition words it
+CURVE_WORDS = {
+    "reaches": {"en": "reaches the PCFG's range", "zh_CN": "进入了 PCFG 的分数区间"},
+    "flattened": {"en": "has flattened", "zh_CN": "已经趋于平缓"},
+    "rises": {"en": "keeps rising", "zh_CN": "仍在上升"}}
 register({
     "paper_wsj_f1": (paper(_table4("WSJ only")), "{}"),
     "paper_semi_f1": (paper(_table4("semi-supervised")), "{}"),
@@ -350,6 +357,13 @@ register({
                                      if model.startswith("Petrov"))), "{}"),
     "silver_min_tokens": (f"{SILVER}:tokens.min", "{}"),
     "silver_max_tokens": (f"{SILVER}:tokens.max", "{}"),
+    "curve_outcome": (f"{CURVE}:verdict.outcome", "{}", CURVE_WORDS),
+    "curve_largest_trees": (f"{CURVE}:verdict.largest", "{:,}"),
+    "curve_largest_f1": (f"{CURVE}:verdict.test_f1", "{:.1f}"),
+    "curve_last_doublings": (f"{CURVE}:verdict.last_two_doublings_add", "{:+.1f}"),
+    "curve_pp_zero": (f"{CURVE}:points.0.pp_at_in_to", "{:.0f}"),
+    "curve_pp_largest": (lambda r: load(r, CURVE)["points"][
+        str(load(r, CURVE)["verdict"]["largest"])]["pp_at_in_to"], "{:.0f}"),
 })
 
 
