@@ -6,58 +6,116 @@ cell outputs, by page, outside what is not prose.
 
 Not counted, as the issue on the Chinese edition's evidence asks: code (inline code, and any token that
 holds a digit, an underscore, a slash, an equals sign, brackets or a dotted name: paths, commands, dicts,
-identifiers), mathematics, figures (their words are counted as text of their own), names in capitals
-(model and corpus names, tree labels such as NP: PCFG, BLEU, WSJ) and the names in NAMES, and the German
-of translation examples (a line in which at least a quarter of the words, and two or more, are German
-function words or common German nouns). Everything else counts, English example sentences included.
+identifiers, printed Python values), mathematics, figures (their words are counted as text of their own), names in capitals
+(model and corpus names, tree labels such as NP: PCFG, BLEU, WSJ), the names in NAMES and the words in
+KEPT (model names, option values, the paper's title, terms both editions write alike), and the German
+of translation examples: a line in which at least a quarter of the words, and two or more, are German
+function words or common German nouns, or in which most words are German, that is words of the German
+side of Multi30k's training text that its English side never uses (where the data folder,
+$TRANSFORMER_DATA, holds it). Everything else counts. A second column gives, of the counted words, those
+in lines that hold an English sentence of the corpora the book translates (the Multi30k and WMT test
+and dev sets, the English side of the English-Chinese corpus): the inputs and references of
+translation examples, which no edition translates.
 """
+import os
 import re
 import sys
+from functools import cache
 from pathlib import Path
 
 from bs4 import BeautifulSoup
 
 NAMES = {"Transformer", "Transformers", "PyTorch", "CTranslate", "SentencePiece", "Multi", "Xeon", "Intel",
          "Processor", "EPYC", "GRUCell", "BerkeleyParser", "Adam", "sacreBLEU", "Moses", "Penn", "Treebank"}
+# words that both editions write in Latin letters: the presets' and Table 3's model names, option values
+# that are code (positional encodings, the eager mode), the paper's title, venue and "et al.", and the
+# terms the glossary keeps as they are (dropout, softmax, lr, FLOPs)
+KEPT = {"tiny", "small", "base", "big", "sinusoidal", "learned", "rotary", "eager", "Attention", "Is", "All",
+        "You", "Need", "NeurIPS", "et", "al", "dropout", "softmax", "lr", "FLOPs", "torch", "python", "zh",
+        "en", "de", "min"}
 GERMAN = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einer", "einem", "einen", "und", "mit",
           "auf", "von", "im", "zu", "sich", "vor", "ist", "sind", "hat", "bei", "nach",
           "aus", "zwei", "drei", "Mann", "Frau", "Männer", "Frauen", "Kind", "Junge", "Mädchen", "Hund"}
 CODE_LIKE = re.compile(r"[\d_/\\=<>{}\[\]@#|]|--|\w\.\w|^\$|\(\)")
 WORD = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z]+(?![\w-])")
+LETTERS = re.compile(r"[^a-z]+")
+DATA = Path(os.environ.get("TRANSFORMER_DATA") or Path.home() / ".cache" / "transformer-data").expanduser()
+# the English sentences of translation examples: the test and dev sets' English sides
+EXAMPLES = ("multi30k/test_2016_flickr.en", "multi30k/val.en", "wmt14-en-de/newstest2013.en",
+            "wmt14-en-de/newstest2014.en", "zh-en-seed/en.test.txt", "zh-en-seed/en.txt")
+# a printed Python value (a dict, list or tuple of strings): code, however many words its strings hold
+REPR = re.compile(r"[\[{(]'[^\]})]*[\]})]")
+
+
+def plain(text: str) -> str:
+    return LETTERS.sub(" ", text.lower()).strip()
+
+
+@cache
+def german_words() -> frozenset[str]:
+    """Words of Multi30k's German training side that its English side never uses (empty without it)."""
+    de, en = DATA / "multi30k" / "train.de", DATA / "multi30k" / "train.en"
+    if not (de.is_file() and en.is_file()):
+        return frozenset()
+    return frozenset(set(plain(de.read_text(encoding="utf-8")).split())
+                     - set(plain(en.read_text(encoding="utf-8")).split()))
+
+
+@cache
+def example_sentences() -> frozenset[str]:
+    found = set()
+    for name in EXAMPLES:
+        if (DATA / name).is_file():
+            found |= {s for line in (DATA / name).read_text(encoding="utf-8").splitlines()
+                      if len((s := plain(line)).split()) >= 3}
+    return frozenset(found)
 
 
 def line_words(line: str) -> list[str]:
-    words = [w for token in line.split() if not CODE_LIKE.search(token) for w in WORD.findall(token)]
-    return [w for w in words if not w.isupper() and w not in NAMES]
+    tokens = REPR.sub(" ", line).split()
+    words = [w for token in tokens if not CODE_LIKE.search(token) for w in WORD.findall(token)]
+    return [w for w in words if not w.isupper() and w not in NAMES and w not in KEPT]
 
 
 def is_german(words: list[str]) -> bool:
-    return sum(w in GERMAN for w in words) >= max(2, len(words) // 4)
+    lexicon = german_words()
+    return (sum(w in GERMAN for w in words) >= max(2, len(words) // 4)
+            or sum(w.lower() in lexicon for w in words) * 2 > len(words))
 
 
-def count(site: Path) -> dict[str, int]:
-    """The words counted, by page."""
+def is_example(line: str) -> bool:
+    """The line holds an English sentence of a test or dev set (after a label such as EN : or 源句：)."""
+    text = plain(line)
+    return any(text.endswith(s) or text.startswith(s) for s in example_sentences() if len(s) > 12
+               and s[:12] in text)
+
+
+def count(site: Path) -> dict[str, tuple[int, int]]:
+    """The words counted by page, and how many of them are in example sentences."""
     pages = {}
     for page in sorted(site.glob("book/*.html")):
         soup = BeautifulSoup(page.read_text(encoding="utf-8"), "lxml")
-        found = 0
+        found = examples = 0
         for output in soup.select("div.cell_output"):
             for skipped in output.select("svg, img, code, .math, script, style"):
                 skipped.decompose()
             for line in output.get_text("\n").splitlines():
                 words = line_words(line)
-                found += 0 if is_german(words) else len(words)
-        pages[page.stem] = found
+                if words and not is_german(words):
+                    found += len(words)
+                    examples += len(words) if is_example(line) else 0
+        pages[page.stem] = (found, examples)
     return pages
 
 
 def main() -> None:
     site = Path(sys.argv[1] if len(sys.argv) > 1 else "_build/html/zh")
     pages = count(site)
-    for name, found in sorted(pages.items(), key=lambda item: -item[1]):
+    print(f"{'page':32} {'words':>6} {'of them in example sentences':>30}")
+    for name, (found, examples) in sorted(pages.items(), key=lambda item: -item[1][0]):
         if found:
-            print(f"{name:32} {found:6,}")
-    print(f"{'all':32} {sum(pages.values()):6,}")
+            print(f"{name:32} {found:6,} {examples:30,}")
+    print(f"{'all':32} {sum(f for f, _ in pages.values()):6,} {sum(e for _, e in pages.values()):30,}")
 
 
 if __name__ == "__main__":
