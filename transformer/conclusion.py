@@ -15,7 +15,7 @@ from transformer.machine import hardware_line
 from transformer.model import PRESETS
 from transformer.findings import CURVE_WORDS, gpu_check_steps
 from transformer.paper import DATA, MULTI30K_ANCHOR, TABLE2, TABLE3, TABLE4, TRAINING
-from transformer.parser_training import SEMI_ROW
+from transformer.parser_training import SEMI_ROW, curve_point
 from transformer.profiles import PROFILES
 from transformer.run import run_profile
 from transformer.table3 import (claim_verdicts, claims_by_verdict, load_records,
@@ -131,6 +131,9 @@ def _parsing_row(results: Path) -> dict | None:
             if (results / SEMI_ROW / "results.json").exists() else None)
     verdict = (_read_record(results, "parsing-curve", "curve.json")["verdict"]
                if (results / "parsing-curve" / "curve.json").exists() else None)
+    # the curve's largest point, which the row states beside the semi-supervised one
+    most = (_read_record(results, curve_point(verdict["largest"]), "results.json")
+            if verdict else None)
     paper = {data.split(",")[0]: f1 for model, data, f1 in TABLE4
              if model.startswith("Transformer")}
     return dict(
@@ -149,8 +152,8 @@ def _parsing_row(results: Path) -> dict | None:
               f"{parse['training']['steps']:,} steps"
               + (f"; semi-supervised {semi['training']['train_pairs']:,} gold and "
                  f"silver trees, {semi['training']['steps']:,} steps" if semi else ""),
-        hardware=[parse["hardware"], *([semi["hardware"]] if semi else [])],
-        command=parse["command"] + (f"; {semi['command']}" if semi else ""))
+        hardware=[parse["hardware"], *(r["hardware"] for r in (semi, most) if r)],
+        command="; ".join(r["command"] for r in (parse, semi, most) if r))
 
 
 def _zh_en_row(results: Path) -> dict | None:
