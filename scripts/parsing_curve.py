@@ -4,9 +4,10 @@
 
 Each point is a run of scripts/parsing.py: the WSJ-only run (0 silver trees) and `--silver N` for each of
 CURVE_SIZES (transformer/parser_training.py, with CURVE_RULE and VERDICT_RULE). This command trains
-nothing; it reads each point's record and test trees, refuses a point whose record names uncommitted code or a commit that is not in the history, and writes
-results/parsing-curve/curve.json: per point the test and dev F1, the machine it trained on, how many of its PP brackets open at a word
-tagged IN or TO, and F1 by sentence length; the same for the PCFG (tagger's tags) and the variant told which
+nothing; it reads each point's record and test trees, refuses a point whose record names uncommitted code
+or a commit that is not in the history, and writes results/parsing-curve/curve.json: per point the test
+and dev F1, the machine it trained on, how many of its PP brackets open at a word tagged IN or TO, and F1
+by sentence length; the same for the PCFG (tagger's tags) and the variant told which
 word it is on (WSJ only), drawn as lines beside the curve; and the verdict by VERDICT_RULE, once every point
 has a record. A point still to run is listed with its command.
 """

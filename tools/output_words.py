@@ -17,13 +17,15 @@ in lines that hold an English sentence of the corpora the book translates (the M
 and dev sets, the English side of the English-Chinese corpus): the inputs and references of
 translation examples, which no edition translates.
 """
-import os
 import re
 import sys
 from functools import cache
 from pathlib import Path
 
 from bs4 import BeautifulSoup
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from transformer.corpora import data_dir  # noqa: E402
 
 NAMES = {"Transformer", "Transformers", "PyTorch", "CTranslate", "SentencePiece", "Multi", "Xeon", "Intel",
          "Processor", "EPYC", "GRUCell", "BerkeleyParser", "Adam", "sacreBLEU", "Moses", "Penn", "Treebank"}
@@ -39,7 +41,6 @@ GERMAN = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einer", "ein
 CODE_LIKE = re.compile(r"[\d_/\\=<>{}\[\]@#|]|--|\w\.\w|^\$|\(\)")
 WORD = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z]+(?![\w-])")
 LETTERS = re.compile(r"[^a-z]+")
-DATA = Path(os.environ.get("TRANSFORMER_DATA") or Path.home() / ".cache" / "transformer-data").expanduser()
 # the English sentences of translation examples: the test and dev sets' English sides
 EXAMPLES = ("multi30k/test_2016_flickr.en", "multi30k/val.en", "wmt14-en-de/newstest2013.en",
             "wmt14-en-de/newstest2014.en", "zh-en-seed/en.test.txt", "zh-en-seed/en.txt")
@@ -54,7 +55,7 @@ def plain(text: str) -> str:
 @cache
 def german_words() -> frozenset[str]:
     """Words of Multi30k's German training side that its English side never uses (empty without it)."""
-    de, en = DATA / "multi30k" / "train.de", DATA / "multi30k" / "train.en"
+    de, en = data_dir() / "multi30k" / "train.de", data_dir() / "multi30k" / "train.en"
     if not (de.is_file() and en.is_file()):
         return frozenset()
     return frozenset(set(plain(de.read_text(encoding="utf-8")).split())
@@ -65,8 +66,8 @@ def german_words() -> frozenset[str]:
 def example_sentences() -> frozenset[str]:
     found = set()
     for name in EXAMPLES:
-        if (DATA / name).is_file():
-            found |= {s for line in (DATA / name).read_text(encoding="utf-8").splitlines()
+        if (data_dir() / name).is_file():
+            found |= {s for line in (data_dir() / name).read_text(encoding="utf-8").splitlines()
                       if len((s := plain(line)).split()) >= 3}
     return frozenset(found)
 
