@@ -1,21 +1,28 @@
-"""Decoding speed on a trained model: the readable decoders (before), the package's (after), CTranslate2.
+"""Decoding speed on a trained model: the readable decoders, the package's, and CTranslate2, side by side.
 
-    .venv/bin/python benchmarks/decode_speed.py --run runs/multi30k-cpu [--threads 2] [--sentences N]
+    .venv/bin/python benchmarks/decode_speed.py [--run results/multi30k-cpu/model.pt] [--threads 2]
+                                                [--rounds 3] [--sentences N] [--profile]
                                                 [--out results/decoding/speed.json]
 
-One process, one model (the run's averaged checkpoints, as its profile evaluates it), the same sentences
-(the corpus's test split) and the same number of threads for every engine:
+One process, one model (the shipped model file by default; a run folder gives its averaged checkpoints, as
+its profile evaluates it), the same sentences (the corpus's test split) and the same number of threads for
+every engine:
 
-  readable + cat     simple_greedy_decode / simple_beam_search with the key/value cache grown by
-                     torch.cat, the code before the fast decoders existed
+  readable + cat     simple_greedy_decode / simple_beam_search with the key/value cache grown by torch.cat
   readable           the same searches with the preallocated cache
   package            greedy_decode / beam_search: finished sentences leave the batch, one host sync a step
-  ctranslate2 fp32   the run exported with transformer.deploy
+  package, full ranking
+                     the package with each step's candidates ranked as before best_extensions: topk over
+                     all k * V sums in beam search, argmax over the V logits in greedy search
+  ctranslate2 fp32   the model exported with transformer.deploy
   ctranslate2 int8   the same, weights quantised to 8 bits
 
-For greedy decoding and beam 4 (alpha 0.6, input length + 50) it prints sentences/s, target tokens/s
-(sentencepiece pieces of the output plus </s>), sacreBLEU, how many outputs equal the package's, and the
-package's speed over each of the others. With --out it writes those numbers as a results record.
+The machine's speed drifts over minutes, so every engine is timed once per round, the rounds interleaved,
+and each keeps its fastest round. For greedy decoding and beam 4 (alpha 0.6, input length + 50) it prints
+sentences/s, target tokens/s (sentencepiece pieces of the output plus </s>), sacreBLEU, how many outputs
+equal the package's, and the package's speed over each of the others. --profile adds where one beam-4
+pass of the package spends its time, operator by operator (torch.profiler). With --out it writes those
+numbers as a results record.
 """
 import argparse
 import contextlib
@@ -32,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import transformer.decode as decode  # noqa: E402
 import transformer.evaluate as evaluate  # noqa: E402
 from transformer.corpora import load_split  # noqa: E402
-from transformer.run import load_model, run_profile  # noqa: E402
+from transformer.run import REPOSITORY, SHIPPED_MODEL, load_model, run_profile  # noqa: E402
 from transformer.runlog import write_record  # noqa: E402
 
 
@@ -47,6 +54,28 @@ def cat_append(cache, k, v):
     return k, v
 
 
+def ranked_in_full(scores, logp, n):
+    """best_extensions as the searches ranked before it: every one of the k * V sums formed, then topk (beam
+    search) or argmax (greedy search, one hypothesis scored 0)."""
+    b, k, V = logp.shape
+    sums = (scores[:, :, None] + logp).view(b, k * V)
+    if n == 1:
+        best = sums.argmax(dim=1, keepdim=True)
+        return sums.gather(1, best), best
+    return sums.topk(n, dim=1)
+
+
+@contextlib.contextmanager
+def replaced(owner, name, value):
+    """owner.name is value inside the block."""
+    saved = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, saved)
+
+
 @contextlib.contextmanager
 def concatenating_cache():
     """The attention layers with the cache as it was (the old cache is no longer in the package)."""
@@ -58,9 +87,32 @@ def concatenating_cache():
         attention.append_to_cache = saved
 
 
+def profile_beam(model, vocab, sources, top=12):
+    """One beam-4 pass of the package under torch.profiler: the operators that take the most time (self CPU),
+    with the wall time of the pass and the operators' total."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        decode.translate(model, vocab, sources, beam_size=4, alpha=0.6, max_extra=50, progress=False)
+        wall = time.perf_counter() - start
+    events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in events) / 1e6
+    print(f"\nbeam 4, package, under torch.profiler: {wall:.2f} s wall, {total:.2f} s in operators")
+    ops = []
+    for e in events[:top]:
+        ops.append({"op": e.key, "seconds": e.self_cpu_time_total / 1e6, "calls": e.count})
+        print(f"  {e.key:45} {ops[-1]['seconds']:7.3f} s {e.count:7d} calls {ops[-1]['seconds'] / total:6.1%}")
+    return {"search": "beam 4", "engine": "package", "wall_seconds": wall, "operator_seconds": total, "ops": ops}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", default="runs/multi30k-cpu", help="a training run folder")
+    parser.add_argument("--run", default=str(SHIPPED_MODEL),
+                        help="a model file or training run folder (default: the shipped model)")
+    parser.add_argument("--corpus", default="multi30k", help="the test sentences' corpus (a run folder's "
+                        "profile names its own)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved timings of each engine; the fastest counts")
+    parser.add_argument("--profile", action="store_true", help="also profile one beam-4 pass of the package")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--sentences", type=int, help="only the first N test sentences")
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4])
@@ -68,11 +120,13 @@ def main():
     parser.add_argument("--out", help="write a results record (JSON) here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     run = Path(args.run)
-    profile = run_profile(run)
-    average_last = profile.get("average_last", 1)
+    profile = run_profile(run) if run.is_dir() else {}
+    average_last = profile.get("average_last", 1) if run.is_dir() else None
     model, vocab, used = load_model(run, average_last)
-    corpus = profile.get("corpus", "multi30k")
+    corpus = profile.get("corpus", args.corpus)
     pairs = load_split(corpus, "test")[:args.sentences]
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     params = sum(p.numel() for p in model.parameters())
@@ -84,6 +138,7 @@ def main():
         "readable + cat": ("readable", concatenating_cache),
         "readable": ("readable", contextlib.nullcontext),
         "package": ("fast", contextlib.nullcontext),
+        "package, full ranking": ("fast", lambda: replaced(decode, "best_extensions", ranked_in_full)),
     }
     ct2_dir = Path(tempfile.mkdtemp(prefix="ct2-"))
     try:
@@ -106,16 +161,18 @@ def main():
             return decode.translate(model, vocab, sentences, beam_size=beam, alpha=0.6, max_extra=50, progress=False,
                                     search=search)
 
-    names = [n for n in [*engines, *ct2] if n not in args.skip]
     rows = []
-    print(f"{'search':7} {'engine':18} {'sent/s':>8} {'tokens/s':>9} {'BLEU':>6} {'= package':>10} {'package is':>11}")
+    print(f"{'search':7} {'engine':29} {'sent/s':>8} {'tokens/s':>9} {'BLEU':>6} {'= package':>10} {'package is':>11}")
     for beam in args.beams:
+        names = [n for n in [*engines, *ct2] if n not in args.skip]
         outputs, seconds = {}, {}
         for name in names:
             translate(name, sources[:16], beam)                     # warm-up: first-call allocations
-            start = time.perf_counter()
-            outputs[name] = translate(name, sources, beam)
-            seconds[name] = time.perf_counter() - start
+        for _ in range(args.rounds):
+            for name in names:
+                start = time.perf_counter()
+                outputs[name] = translate(name, sources, beam)
+                seconds[name] = min(seconds.get(name, float("inf")), time.perf_counter() - start)
         for name in names:
             tokens = sum(len(ids) + 1 for ids in vocab.encode(outputs[name]))
             same = sum(a == b for a, b in zip(outputs[name], outputs["package"])) if "package" in outputs else None
@@ -126,13 +183,15 @@ def main():
                    "package_speedup": seconds[name] / seconds["package"] if "package" in seconds else None}
             rows.append(row)
             ratio = f"{row['package_speedup']:.2f}x" if row["package_speedup"] else "-"
-            print(f"{row['search']:7} {name:18} {row['sentences_per_s']:8.1f} {row['target_tokens_per_s']:9.0f} "
+            print(f"{row['search']:7} {name:29} {row['sentences_per_s']:8.1f} {row['target_tokens_per_s']:9.0f} "
                   f"{row['bleu']:6.2f} {same if same is not None else '-':>10} {ratio:>11}")
+    ops = profile_beam(model, vocab, sources) if args.profile else None
     if args.out:
-        record = {"run": str(run), "checkpoints": used, "model": {"N": model.cfg.N, "d_model": model.cfg.d_model,
+        inside = run.resolve().is_relative_to(REPOSITORY)
+        record = {"run": str(run.resolve().relative_to(REPOSITORY) if inside else run.name), "checkpoints": used, "model": {"N": model.cfg.N, "d_model": model.cfg.d_model,
                   "h": model.cfg.h, "parameters": params}, "corpus": corpus, "split": "test", "sentences": len(sources),
-                  "threads": args.threads, "alpha": 0.6, "max_extra": 50, "rows": rows,
-                  "bleu_signature": signature}
+                  "threads": args.threads, "rounds": args.rounds, "alpha": 0.6, "max_extra": 50, "rows": rows,
+                  "bleu_signature": signature, **({"profile": ops} if ops else {})}
         out = Path(args.out)
         write_record(out, record)
         print(f"wrote {out}")

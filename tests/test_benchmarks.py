@@ -133,16 +133,17 @@ def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
                              "vocab": vocab.proto}, keep=1)
     env = dict(os.environ, OMP_NUM_THREADS="1", TRANSFORMER_DATA=str(root))
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "decode_speed.py"), "--run", str(run),
-                           "--threads", "1", "--sentences", "12", "--out", str(tmp_path / "speed.json")],
+                           "--threads", "1", "--sentences", "12", "--rounds", "1", "--out", str(tmp_path / "speed.json")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     import json
     record = json.loads((tmp_path / "speed.json").read_text())
     rows = {(r["search"], r["engine"]): r for r in record["rows"]}
-    engines = ["readable + cat", "readable", "package", "ctranslate2 fp32", "ctranslate2 int8"]
+    engines = ["readable + cat", "readable", "package", "package, full ranking", "ctranslate2 fp32",
+               "ctranslate2 int8"]
     assert set(rows) == {(s, e) for s in ("greedy", "beam 4") for e in engines}
     for search in ("greedy", "beam 4"):
-        for engine in ("readable + cat", "readable", "package"):
+        for engine in ("readable + cat", "readable", "package", "package, full ranking"):
             assert rows[search, engine]["equal_to_package"] == 12
         assert rows[search, "package"]["package_speedup"] == 1.0
         assert all(r["sentences_per_s"] > 0 and r["target_tokens_per_s"] > 0 for r in record["rows"])

@@ -5,10 +5,10 @@ text with them (paper section 6.1)."""
 
 __all__ = [
     "BEAM", "ALPHA", "MAX_EXTRA", "next_token_logits", "output_limits", "decoding", "not_empty",
-    "simple_greedy_decode", "length_penalty", "end_at_limit", "simple_beam_search", "best_finished",
-    "sequence_logprob", "greedy_decode", "beam_search", "length_batches", "TOO_LONG", "TooLong",
-    "fit_lengths", "check_search", "Engine", "ModelEngine", "TYPED", "as_typed", "translate_text",
-    "translate",
+    "simple_greedy_decode", "length_penalty", "end_at_limit", "best_extensions",
+    "simple_beam_search", "best_finished", "sequence_logprob", "greedy_decode", "beam_search",
+    "length_batches", "TOO_LONG", "TooLong", "fit_lengths", "check_search", "Engine", "ModelEngine",
+    "TYPED", "as_typed", "translate_text", "translate",
 ]
 
 import contextlib
@@ -114,6 +114,25 @@ def end_at_limit(logp: torch.Tensor, at_limit: torch.Tensor, eos_id: int
     return logp.masked_fill(at_limit[:, None, None] & not_eos, float("-inf"))
 
 
+def best_extensions(scores: torch.Tensor, logp: torch.Tensor, n: int
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The n best of scores[:, :, None] + logp per sentence: scores [b, k], logp
+    [b, k, V] -> (values [b, n], best first; their indices [b, n] in the flattened
+    k * V), as (scores[:, :, None] + logp).view(b, -1).topk(n) gives them (of exactly
+    equal sums, topk chooses which come first)."""
+    b, k, V = logp.shape
+    # the widest block (at most 64 tokens) that tiles the vocabulary in n blocks or more
+    w = next(w for w in range(64, 0, -1) if V % w == 0 and k * V // w >= n)
+    blocks = logp.view(b, k * (V // w), w)
+    # adding a row's score keeps its order, so a block's best sum is score + max
+    ceilings = (scores[:, :, None] + blocks.view(b, k, V // w, w).amax(-1)).view(b, -1)
+    top_blocks = ceilings.topk(n, dim=1).indices                          # [b, n]
+    sums = (scores.gather(1, top_blocks // (V // w))[..., None]
+            + blocks.gather(1, top_blocks[..., None].expand(-1, -1, w)))   # [b, n, w]
+    values, j = sums.view(b, -1).topk(n, dim=1)
+    return values, top_blocks.gather(1, j // w) * w + j % w
+
+
 @torch.no_grad()
 def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                        eos_id: int, beam_size: int = BEAM, alpha: float = ALPHA,
@@ -127,8 +146,8 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
     with decoding(model):
         B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
         limit = output_limits(src, pad, max_extra, model.cfg.max_len)
-        memory = model.encode(src).repeat_interleave(k, dim=0)            # [B*k, S, d]
-        src_k = src.repeat_interleave(k, dim=0)
+        # [B, S, d]: each sentence's k rows share it (decoder_states)
+        memory = model.encode(src)
         tokens = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
         scores = torch.zeros(B, k, device=dev)
         scores[:, 1:] = float("-inf")        # k rows alike at first: keep one alive
@@ -137,13 +156,12 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
         cache = {} if use_cache else None
         base = torch.arange(B, device=dev)[:, None] * k
         for t in range(1, int(limit.max()) + 1):
-            logp = (next_token_logits(model, tokens, memory, src_k, cache)
+            logp = (next_token_logits(model, tokens, memory, src, cache)
                     .float().log_softmax(-1))
             V = logp.size(-1)
             logp = not_empty(logp.view(B, k, V), t, limit, eos_id)
             logp = end_at_limit(logp, t >= limit, eos_id)
-            cand = (scores[:, :, None] + logp).view(B, k * V)
-            top_scores, top_ids = cand.topk(2 * k, dim=1)                 # [B, 2k]
+            top_scores, top_ids = best_extensions(scores, logp, 2 * k)    # [B, 2k]
             top_beam, top_tok = top_ids // V, top_ids % V
             is_eos = top_tok == eos_id
             ended = [[] for _ in range(B)]
@@ -237,7 +255,10 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
             logits = next_token_logits(model, ys, memory, src, cache)
             if allowed is not None:
                 logits = logits.masked_fill(~allowed(prefix, alive), float("-inf"))
-            token = not_empty(logits, t, limit, eos_id).argmax(dim=-1)
+            # the best token: best_extensions of a single hypothesis scored 0
+            _, token = best_extensions(logits.new_zeros(len(logits), 1),
+                                       not_empty(logits, t, limit, eos_id)[:, None], 1)
+            token = token[:, 0]
             if t in limit_steps:
                 token = torch.where(t >= limit, eos_id, token)
             out[alive, t - 1] = token
@@ -320,14 +341,14 @@ def _next_batch(model: torch.nn.Module, keep: torch.Tensor, k: int, rows: torch.
     """The batch of the next step, after the beam moved to `rows` [b*k]: the cache (if
     any) follows it (model.reorder_cache), and only the sentences `keep` [b'] stay,
     with their k rows of each tensor in per_row [b*k, ...] and their entry of each in
-    per_sentence [b, ...]."""
+    per_sentence [b, ...] (the encoder's side of the cache among them)."""
     if keep.numel() * k == rows.numel():      # every sentence goes on
         if cache is not None:
             model.reorder_cache(cache, rows)
         return per_row, per_sentence
     keep_rows = (keep[:, None] * k + torch.arange(k, device=keep.device)).view(-1)
     if cache is not None:
-        model.reorder_cache(cache, rows[keep_rows], keep_rows)
+        model.reorder_cache(cache, rows[keep_rows], keep)
     return tuple(x[keep_rows] for x in per_row), tuple(x[keep] for x in per_sentence)
 
 
@@ -348,7 +369,6 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
     # the steps at which some sentence must end
     limit_steps = set(limit.tolist())
     steps = max(limit_steps)
-    src_k = src.repeat_interleave(k, dim=0)
     tokens = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
     scores = torch.zeros(B, k, device=dev)
     # all k rows start identical: keep only one alive at first
@@ -357,12 +377,12 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
     alive = torch.arange(B, device=dev)    # the sentence each group of k rows decodes
     cache = {} if use_cache else None
     with decoding(model):
-        # [B*k, S, d]; checks the source ids
-        memory = model.encode(src).repeat_interleave(k, dim=0)
+        # [B, S, d], shared by each sentence's k rows; checks the source ids
+        memory = model.encode(src)
         model.validate_ids = False
         for t in range(1, steps + 1):
             b = alive.size(0)
-            logp = (next_token_logits(model, tokens, memory, src_k, cache)
+            logp = (next_token_logits(model, tokens, memory, src, cache)
                     .float().log_softmax(-1))                             # [b*k, V]
             V = logp.size(-1)
             if allowed is not None:
@@ -373,8 +393,7 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
             at_limit = t >= limit                                          # [b]
             if t in limit_steps:
                 logp = end_at_limit(logp, at_limit, eos_id)
-            cand = (scores[:, :, None] + logp).view(b, k * V)
-            top_scores, top_ids = cand.topk(2 * k, dim=1)                  # [b, 2k]
+            top_scores, top_ids = best_extensions(scores, logp, 2 * k)     # [b, 2k]
             top_beam, top_tok = top_ids // V, top_ids % V
             is_eos = top_tok == eos_id
             # an ending counts only if it ranks among the k best extensions
@@ -388,9 +407,9 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
             keep = going_on.nonzero().flatten()
             if keep.numel() == 0:
                 break
-            (tokens, memory, src_k), (alive, limit, scores) = _next_batch(
-                model, keep, k, rows, cache, (tokens, memory, src_k),
-                (alive, limit, scores))
+            (tokens,), (alive, limit, scores, memory, src) = _next_batch(
+                model, keep, k, rows, cache, (tokens,),
+                (alive, limit, scores, memory, src))
     return finished.best_ids(eos_id)
 
 

@@ -69,16 +69,20 @@ class DecoderLayer(nn.Module):
     def forward(self, y: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
                 tgt_mask: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
         """Masked self-attention over y [B, T, d_model], attention over the encoder's
-        memory [B, S, d_model], then the feed-forward network. Returns [B, T,
-        d_model]."""
+        memory [B', S, d_model], then the feed-forward network. Returns [B, T,
+        d_model]. B' is B, or while a beam is decoded (chapter 6.1) B / beam size:
+        each sentence's hypotheses are consecutive rows of y that share its memory."""
         # cache: this layer's keys and values from earlier decoding steps
         # (see MultiHeadAttention)
         self_cache, cross_cache = (None, None) if cache is None else (
             cache.setdefault("self", {}), cache.setdefault("cross", {}))
         y = self.sublayers[0](
             y, lambda y: self.self_attn(y, y, tgt_mask, cache=self_cache))
-        y = self.sublayers[1](
-            y, lambda y: self.cross_attn(y, memory, src_mask, cache=cross_cache))
+        # a sentence's hypotheses ask their queries together: its memory's keys and
+        # values are computed, cached and read once, not once per hypothesis
+        y = self.sublayers[1](y, lambda y: self.cross_attn(
+            y.reshape(memory.size(0), -1, y.size(-1)), memory, src_mask,
+            cache=cross_cache).view_as(y))
         return self.sublayers[2](y, self.feed_forward)
 
     def reorder_cache(self, cache: dict, rows: torch.Tensor,

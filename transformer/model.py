@@ -237,7 +237,10 @@ class Transformer(nn.Module):
         # while decoding, src is checked at the first step only
         if cache is None or "src_mask" not in cache:
             check_batch(src, "src")
-        if tgt_in.size(0) != memory.size(0) or src.shape != memory.shape[:2]:
+        # a sentence's memory may serve several consecutive rows of tgt_in (its beam's
+        # hypotheses, chapter 6.1)
+        share = tgt_in.size(0) // memory.size(0) if len(memory) else 1
+        if tgt_in.size(0) != share * memory.size(0) or src.shape != memory.shape[:2]:
             raise ValueError(f"batch mismatch: tgt_in {tuple(tgt_in.shape)}, "
                              f"memory {tuple(memory.shape)}, "
                              f"src {tuple(src.shape)}")
@@ -268,7 +271,12 @@ class Transformer(nn.Module):
         counts the cfg.pointer_id tokens up to that position; past the last source word
         it stays on the source's last position (its </s>).
 
-        With a cache, the count of the earlier positions is cache["pointer"] [B, 1]."""
+        With a cache, the count of the earlier positions is cache["pointer"] [B, 1]. A
+        beam's hypotheses may share their sentence's memory and src (decoder_states)."""
+        if len(memory) < len(tgt_in):
+            share = len(tgt_in) // len(memory)
+            memory, src = (x[:, None].expand(-1, share, *x.shape[1:]).flatten(0, 1)
+                           for x in (memory, src))
         k = (tgt_in == self.cfg.pointer_id).long().cumsum(1)
         if cache is not None:
             k = k + cache.get("pointer", 0)
