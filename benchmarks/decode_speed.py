@@ -76,17 +76,6 @@ def replaced(owner, name, value):
         setattr(owner, name, saved)
 
 
-@contextlib.contextmanager
-def concatenating_cache():
-    """The attention layers with the cache as it was (the old cache is no longer in the package)."""
-    saved = attention.append_to_cache
-    attention.append_to_cache = cat_append
-    try:
-        yield
-    finally:
-        attention.append_to_cache = saved
-
-
 def profile_beam(model, vocab, sources, top=12):
     """One beam-4 pass of the package under torch.profiler: the operators that take the most time (self CPU),
     with the wall time of the pass and the operators' total."""
@@ -135,7 +124,7 @@ def main():
 
     # engine: (search, cache)
     engines = {
-        "readable + cat": ("readable", concatenating_cache),
+        "readable + cat": ("readable", lambda: replaced(attention, "append_to_cache", cat_append)),
         "readable": ("readable", contextlib.nullcontext),
         "package": ("fast", contextlib.nullcontext),
         "package, full ranking": ("fast", lambda: replaced(decode, "best_extensions", ranked_in_full)),
@@ -187,8 +176,10 @@ def main():
                   f"{row['bleu']:6.2f} {same if same is not None else '-':>10} {ratio:>11}")
     ops = profile_beam(model, vocab, sources) if args.profile else None
     if args.out:
-        inside = run.resolve().is_relative_to(REPOSITORY)
-        record = {"run": str(run.resolve().relative_to(REPOSITORY) if inside else run.name), "checkpoints": used, "model": {"N": model.cfg.N, "d_model": model.cfg.d_model,
+        # the model as the repository names it, never a path of this machine
+        where = run.resolve()
+        name = str(where.relative_to(REPOSITORY)) if where.is_relative_to(REPOSITORY) else run.name
+        record = {"run": name, "checkpoints": used, "model": {"N": model.cfg.N, "d_model": model.cfg.d_model,
                   "h": model.cfg.h, "parameters": params}, "corpus": corpus, "split": "test", "sentences": len(sources),
                   "threads": args.threads, "rounds": args.rounds, "alpha": 0.6, "max_extra": 50, "rows": rows,
                   "bleu_signature": signature, **({"profile": ops} if ops else {})}
