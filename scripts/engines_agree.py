@@ -5,9 +5,11 @@ the better translation by the model's own score: results/decoding/engines.json (
 
 Both engines translate the Multi30k test set with beam 4 at each alpha of ALPHAS. For each sentence where
 the two translations differ, the record holds both, each scored by the PyTorch model as the search ranks
-finished hypotheses (log-probability over the paper's length penalty, </s> counted), and whether the
-engine's translation was still a live hypothesis of the package's beam at the step that search stopped
-(decode.simple_beam_search's trace): then the package's stopping rule, not its model or its kernels, lost it.
+finished hypotheses (log-probability over the paper's length penalty, </s> counted), and where the
+package's translation ranks by log-probability alone among the hypotheses its beam finished
+(decode.simple_beam_search's trace): the engine hands back at most beam-size finished hypotheses, its best
+by log-probability, before translate_ids ranks them by the penalty, so a translation ranked below them is
+one that the engine's interface, not its search, leaves out.
 """
 import argparse
 import sys
@@ -38,13 +40,15 @@ def scored(model, vocab, src, translation, alpha):
     return sequence_logprob(model, src, torch.tensor([out]), BOS, EOS).item() / length_penalty(len(out), alpha)
 
 
-def live_at_stop(model, vocab, src, translation, alpha):
-    """Whether `translation` (or a prefix of it) was among the package's live beams when its search of the
-    encoded source `src` stopped."""
+def log_prob_rank(model, vocab, src, translation, alpha):
+    """Where `translation` ranks by log-probability among all the hypotheses that the package's beam
+    search of the encoded source `src` finished (1 = the highest); None if it is not among them."""
     trace = []
     simple_beam_search(model, src, BOS, EOS, BEAM, alpha, trace=trace)
-    want = vocab.encode(translation)
-    return any(want[:len(b["tokens"])] == b["tokens"] for b in trace[-1]["sentences"][0]["beams"])
+    ended = [e for step in trace for e in step["sentences"][0]["ended"]]
+    want = vocab.encode(translation) + [EOS]
+    mine = [e["logprob"] for e in ended if e["tokens"] == want]
+    return 1 + sum(e["logprob"] > mine[0] for e in ended) if mine else None
 
 
 def main(argv=None):
@@ -71,12 +75,11 @@ def main(argv=None):
                              for name, t in (("package", ours), ("ctranslate2", theirs))}
                     rows.append({"line": i + 1, "package": ours, "ctranslate2": theirs, "score": score,
                                  "higher": max(score, key=score.get) if len(set(score.values())) > 1 else "tie",
-                                 "engine_live_at_package_stop": live_at_stop(model, vocab, src, theirs,
-                                                                              alpha)})
+                                 "package_log_prob_rank": log_prob_rank(model, vocab, src, ours, alpha)})
             per_alpha[str(alpha)] = {
                 "sentences": len(sources), "differ": len(rows),
                 "higher": {k: sum(r["higher"] == k for r in rows) for k in ("ctranslate2", "package", "tie")},
-                "engine_live_at_package_stop": sum(r["engine_live_at_package_stop"] for r in rows),
+                "package_below_engine_beam": sum((r["package_log_prob_rank"] or 0) > BEAM for r in rows),
                 "empty": {name: sum(not t for t in o) for name, o in out.items()}, "rows": rows}
             print(f"alpha {alpha}: {len(rows)} of {len(sources)} differ; higher by the model's score: "
                   f"{per_alpha[str(alpha)]['higher']}")

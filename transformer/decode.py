@@ -153,6 +153,7 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
         scores[:, 1:] = float("-inf")        # k rows alike at first: keep one alive
         finished = [[] for _ in range(B)]    # per sentence: (normalised score, ids)
         done = torch.zeros(B, dtype=torch.bool, device=dev)
+        top_ended = torch.zeros(B, dtype=torch.bool, device=dev)
         cache = {} if use_cache else None
         base = torch.arange(B, device=dev)[:, None] * k
         for t in range(1, int(limit.max()) + 1):
@@ -175,7 +176,10 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                 if trace is not None:
                     ended[b].append({"tokens": hyp, "logprob": top_scores[b, j].item(),
                                      "length": t})
-            done |= torch.tensor([len(f) >= k for f in finished], device=dev)
+            # an ending that ranks first outscores every live hypothesis, for good
+            top_ended |= ends[:, 0]
+            k_ended = torch.tensor([len(f) >= k for f in finished], device=dev)
+            done |= k_ended & top_ended
             # the k best extensions that go on form the next beam
             scores, pick = top_scores.masked_fill(is_eos, float("-inf")).topk(k, dim=1)
             rows = (base + top_beam.gather(1, pick)).view(-1)
@@ -281,13 +285,15 @@ def greedy_decode(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id
 
 class _Finished:
     """Per sentence of a batched beam search: the best finished hypothesis so far (its
-    score / length_penalty, ids and length) and how many hypotheses have finished."""
+    score / length_penalty, ids and length), how many hypotheses have finished, and
+    whether an ending has ranked first among a step's extensions."""
 
     def __init__(self, B: int, steps: int, pad: int, device: torch.device) -> None:
         self.score = torch.full((B,), float("-inf"), dtype=torch.float64, device=device)
         self.ids = torch.full((B, steps), pad, dtype=torch.long, device=device)
         self.length = torch.ones(B, dtype=torch.long, device=device)
         self.count = torch.zeros(B, dtype=torch.long, device=device)
+        self.top_ended = torch.zeros(B, dtype=torch.bool, device=device)
 
     def add(self, alive: torch.Tensor, tokens: torch.Tensor, top_scores: torch.Tensor,
             top_beam: torch.Tensor, is_eos: torch.Tensor, t: int, alpha: float,
@@ -312,6 +318,12 @@ class _Finished:
         self.ids[alive, :t] = torch.where(better[:, None], hyp, self.ids[alive, :t])
         self.length[alive] = torch.where(better, t, self.length[alive])
         self.count[alive] += ends.sum(dim=1)
+        self.top_ended[alive] |= ends[:, 0]
+
+    def done(self, alive: torch.Tensor, k: int) -> torch.Tensor:
+        """Whether each sentence alive [b] may stop: k hypotheses have ended, and one
+        of them ranked first at its step."""
+        return (self.count[alive] >= k) & self.top_ended[alive]
 
     def best_ids(self, eos_id: int) -> torch.Tensor:
         """The best hypothesis per sentence [B, L], </s> then padding."""
@@ -361,9 +373,9 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
     (no <s>; </s> then padding), ranked by log-probability / length_penalty.
     `allowed` restricts the output as in greedy_decode.
 
-    The same output as simple_beam_search; a sentence leaves the batch when it has
-    beam_size finished hypotheses or reaches its length limit, and nothing is read back
-    to the host but that test."""
+    The same output as simple_beam_search; a sentence leaves the batch when it may
+    stop (_Finished.done) or reaches its length limit, and nothing is read back to the
+    host but that test."""
     B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
     limit = output_limits(src, pad, max_extra, model.cfg.max_len)
     # the steps at which some sentence must end
@@ -402,7 +414,7 @@ def beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int, eos_id: 
             # scores [b, k], rows [b*k], tokens [b*k, t+1]
             scores, rows, tokens = _next_beam(tokens, top_scores, top_beam, top_tok,
                                               is_eos, k)
-            going_on = (finished.count[alive] < k) & ~at_limit             # [b]
+            going_on = ~finished.done(alive, k) & ~at_limit                 # [b]
             # the step's one wait for the device
             keep = going_on.nonzero().flatten()
             if keep.numel() == 0:

@@ -483,13 +483,14 @@
   // Beam search as simple_beam_search in transformer/decode.py, for one sentence:
   // each step extends the k live hypotheses, sets aside those that end (if they rank
   // among the k best extensions) with their score divided by the length penalty, and
-  // stops once k have ended.
+  // stops once k have ended and one of them ranked first at its step.
   async function beam(model, src, k, alpha, onStep) {
     const {bos_id: bos, eos_id: eos} = model.cfg, memory = model.encode(src);
     const limit = outputLimit(model, src.length);
     let live = Array.from({length: k}, () => model.newHypothesis(bos));
     let scores = live.map((_, j) => (j === 0 ? 0 : -Infinity));
     const finished = [];
+    let topEnded = false;
     for (let t = 1; t <= limit; t++) {
       const {logp, attention} = model.step(live, memory);
       const V = logp[0].length, cand = new Float32Array(k * V);
@@ -501,14 +502,14 @@
           cand[j * V + i] = scores[j] + lp;
         }
       const top = topIndices(cand, 2 * k);
-      let ended = false;
+      // an ending that ranks first outscores every live hypothesis, for good
+      if (top[0] % V === eos && Number.isFinite(cand[top[0]])) topEnded = true;
       top.slice(0, k).forEach(c => {
         if (c % V === eos && Number.isFinite(cand[c])) {
           const j = Math.floor(c / V);
           finished.push({score: cand[c] / lengthPenalty(t, alpha),
                          ids: live[j].tokens.slice(1).concat(eos),
                          attention: live[j].attention.concat([attention[j]])});
-          ended = true;
         }
       });
       const going = top.filter(c => c % V !== eos).slice(0, k);
@@ -521,7 +522,7 @@
       });
       scores = going.map(c => cand[c]);
       if (onStep) { onStep(live[0].tokens.slice(1), live[0].attention); await pause(); }
-      if (ended && finished.length >= k) break;
+      if (topEnded && finished.length >= k) break;
     }
     let best = finished[0];
     for (const f of finished) if (f.score > best.score) best = f;
