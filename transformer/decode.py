@@ -139,10 +139,9 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                        max_extra: int = MAX_EXTRA, use_cache: bool = True,
                        trace: list | None = None, nbest: int | None = None
                       ) -> torch.Tensor | list[list[tuple[float, list[int]]]]:
-    """Batched beam search, the readable version (beam_search below is faster): src
-    [B, S] -> best_finished's answer. trace: a list to which each step appends, per
-    sentence, its live beams and the hypotheses that ended, with their log-probabilities
-    (to show a search step by step)."""
+    """Batched beam search, readable (beam_search below is faster): src [B, S] ->
+    best_finished's answer. trace: a list to which each step appends, per sentence,
+    its live beams and the hypotheses that ended, with their log-probabilities."""
     with decoding(model):
         B, k, pad, dev = src.size(0), beam_size, model.cfg.pad_id, src.device
         limit = output_limits(src, pad, max_extra, model.cfg.max_len)
@@ -152,8 +151,7 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
         scores = torch.zeros(B, k, device=dev)
         scores[:, 1:] = float("-inf")        # k rows alike at first: keep one alive
         finished = [[] for _ in range(B)]    # per sentence: (normalised score, ids)
-        done = torch.zeros(B, dtype=torch.bool, device=dev)
-        top_ended = torch.zeros(B, dtype=torch.bool, device=dev)
+        done, top_ended = torch.zeros(2, B, dtype=torch.bool, device=dev)    # [B] each
         cache = {} if use_cache else None
         base = torch.arange(B, device=dev)[:, None] * k
         for t in range(1, int(limit.max()) + 1):
@@ -178,8 +176,7 @@ def simple_beam_search(model: torch.nn.Module, src: torch.Tensor, bos_id: int,
                                      "length": t})
             # an ending that ranks first outscores every live hypothesis, for good
             top_ended |= ends[:, 0]
-            k_ended = torch.tensor([len(f) >= k for f in finished], device=dev)
-            done |= k_ended & top_ended
+            done |= top_ended & torch.tensor([len(f) >= k for f in finished]).to(dev)
             # the k best extensions that go on form the next beam
             scores, pick = top_scores.masked_fill(is_eos, float("-inf")).topk(k, dim=1)
             rows = (base + top_beam.gather(1, pick)).view(-1)
