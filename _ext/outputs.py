@@ -13,6 +13,7 @@ A figure is stored as SVG whose words are text (the notebooks set svg.fonttype t
 axis labels and legend are messages too, and the Chinese edition shows a copy of the figure with them
 translated, drawn by the reader's browser in the reader's fonts; no CJK font is needed to build.
 """
+import ast
 import html
 import os
 import re
@@ -29,6 +30,8 @@ from editions import edition_of
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][-+]?\d+)?"
                     r"(?:(?![\w.])|(?=x(?!\w))|(?=\.(?!\d)))")
 SLOT = re.compile(r"\{(\d+)\}")
+# the end of a label, before the value it introduces: a colon, spaces, then a bracket
+LABEL_END = re.compile(r":\s+(?=[\[{(])")
 # a word of prose: letters, lower case after the first; a path, a name with _ or a command is not prose
 WORD = re.compile(r"(?<![\w/.`-])[A-Za-z][a-z]+(?![\w/`]|\.\w)")
 COMMAND = re.compile(r"^\s*(\$ |python |>>> |pip |make |git )")
@@ -38,14 +41,38 @@ FOUND = {}     # the gettext build's messages, by page
 OUTPUTS = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "outputs"
 
 
+def printed_value(text: str) -> int | None:
+    """Where a printed Python value (a dict, list or tuple) that ends the line after its label begins
+    ("...: {4: 2, 8: 4}"), or None: data, which the label's message holds as one slot."""
+    for label in LABEL_END.finditer(text):
+        try:
+            ast.literal_eval(text[label.end():])
+        except (ValueError, SyntaxError):
+            continue
+        return label.end()
+    return None
+
+
+def label_of(text: str) -> str:
+    """The text without the printed value that ends it (printed_value)."""
+    start = printed_value(text)
+    return text if start is None else text[:start]
+
+
 def template(text: str) -> tuple[str, list[str]]:
-    """The text with its numbers as {0}, {1}, ... and the numbers, in order."""
+    """The text with its numbers as {0}, {1}, ... and the numbers, in order; a printed value that ends
+    the line after its label is one slot, the last."""
     numbers = []
 
     def slot(match):
         numbers.append(match.group(0))
         return f"{{{len(numbers) - 1}}}"
-    return NUMBER.sub(slot, text), numbers
+    label = label_of(text)
+    key = NUMBER.sub(slot, label)
+    if label != text:
+        numbers.append(text[len(label):])
+        key += f"{{{len(numbers) - 1}}}"
+    return key, numbers
 
 
 def worth_translating(text: str) -> bool:
@@ -78,7 +105,7 @@ def translated(text: str, catalogue: dict[str, str]) -> str:
     lines = []
     for lead, core, trail in messages(text):
         key, numbers = template(core)
-        found = catalogue.get(key) if worth_translating(core) else None
+        found = catalogue.get(key) if worth_translating(label_of(core)) else None
         lines.append(lead + (fill(found, numbers) if found else core) + trail)
     return "\n".join(lines)
 
@@ -225,7 +252,7 @@ def collect(app, doctree, docname):
     texts += [words for _, path in output_figures(doctree, app.srcdir)
               for words in figure_texts(path.read_text(encoding="utf-8"))]
     FOUND[docname] = sorted({template(core)[0] for text in texts
-                             for _, core, _ in messages(text) if worth_translating(core)})
+                             for _, core, _ in messages(text) if worth_translating(label_of(core))})
 
 
 def templates_of(outdir: Path) -> Path:
