@@ -32,6 +32,8 @@ NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][-+]?\d+)?"
 SLOT = re.compile(r"\{(\d+)\}")
 # the end of a label, before the value it introduces: a colon, spaces, then a bracket
 LABEL_END = re.compile(r":\s+(?=[\[{(])")
+# the end of a value that opens a line, before what follows from it: a bracket, then -> or a colon
+VALUE_END = re.compile(r"[\]})](?= -> |: )")
 # a word of prose: letters, lower case after the first; a path, a name with _ or a command is not prose
 WORD = re.compile(r"(?<![\w/.`-])[A-Za-z][a-z]+(?![\w/`]|\.\w)")
 COMMAND = re.compile(r"^\s*(\$ |python |>>> |pip |make |git )")
@@ -41,36 +43,46 @@ FOUND = {}     # the gettext build's messages, by page
 OUTPUTS = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "outputs"
 
 
-def printed_value(text: str) -> int | None:
-    """Where a printed Python value (a dict, list or tuple) that ends the line after its label begins
-    ("...: {4: 2, 8: 4}"), or None: data, which the label's message holds as one slot."""
-    for label in LABEL_END.finditer(text):
-        try:
-            ast.literal_eval(text[label.end():])
-        except (ValueError, SyntaxError):
-            continue
-        return label.end()
-    return None
+def is_value(text: str) -> bool:
+    """Whether the text is a printed Python container: a literal dict, list, tuple or set (not a
+    number in brackets, as in "(3): ...")."""
+    try:
+        return isinstance(ast.literal_eval(text), (dict, list, tuple, set))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def printed_values(text: str) -> tuple[int, int]:
+    """Where the label of a line lies between the printed values (dicts, lists, tuples) that frame it:
+    (the end of a value that opens the line before "->" or ":", else 0; the start of a value that ends
+    the line after its label's colon, else the line's length). Values are data, each one slot of the
+    label's message: "{'h': 8} -> ValueError: ..." and "...by d_k: {4: 0.05, 16: 0.08}"."""
+    head = next((m.end() for m in VALUE_END.finditer(text) if is_value(text[:m.end()])), 0)
+    tail = next((m.end() for m in LABEL_END.finditer(text, head) if is_value(text[m.end():])), len(text))
+    return head, tail
 
 
 def label_of(text: str) -> str:
-    """The text without the printed value that ends it (printed_value)."""
-    start = printed_value(text)
-    return text if start is None else text[:start]
+    """The text without the printed values that frame it (printed_values)."""
+    head, tail = printed_values(text)
+    return text[head:tail]
 
 
 def template(text: str) -> tuple[str, list[str]]:
-    """The text with its numbers as {0}, {1}, ... and the numbers, in order; a printed value that ends
-    the line after its label is one slot, the last."""
+    """The text with its numbers as {0}, {1}, ... and the numbers, in order; a printed value that opens
+    or ends the line (printed_values) is one slot."""
     numbers = []
 
     def slot(match):
         numbers.append(match.group(0))
         return f"{{{len(numbers) - 1}}}"
-    label = label_of(text)
-    key = NUMBER.sub(slot, label)
-    if label != text:
-        numbers.append(text[len(label):])
+    head, tail = printed_values(text)
+    key = NUMBER.sub(slot, text[head:tail])
+    if head:
+        numbers.insert(0, text[:head])
+        key = "{0}" + SLOT.sub(lambda m: f"{{{int(m.group(1)) + 1}}}", key)
+    if tail < len(text):
+        numbers.append(text[tail:])
         key += f"{{{len(numbers) - 1}}}"
     return key, numbers
 

@@ -127,8 +127,8 @@ def test_the_checks_see_what_a_translation_loses():
 def test_an_outputs_words_are_translated_and_its_numbers_kept():
     """_ext/outputs.py: a line's numbers stand as {0}, {1}... in its message, so a re-run that changes
     them keeps the translation; names with digits (F1, wsj_0001, x2), commands, reprs and dicts are
-    no messages of their own (a printed value that ends a line after its label is one slot of the
-    label's); a line without a translation stays as it is."""
+    no messages of their own (a printed value that opens a line, or ends it after its label, is one
+    slot of the label's); a line without a translation stays as it is."""
     sys.path.insert(0, str(REPO / "_ext"))
     from outputs import template, translated, worth_translating
     assert template("test F1 37.68 on 2,416 sentences (-0.5, 1e-05)") == (
@@ -147,6 +147,10 @@ def test_an_outputs_words_are_translated_and_its_numbers_kept():
     assert template(line) == ("chain, by n (k = {0}): {1}", ["3", "{4: 2, 'path: dilated': 3}"])
     assert translated(line, {"chain, by n (k = {0}): {1}": "链长，按 n（k = {0}）：{1}"}) == (
         "链长，按 n（k = 3）：{4: 2, 'path: dilated': 3}")
+    # so is one that opens a line before -> or a colon
+    error = "{'h': 8} -> ValueError: d_model=500 is not divisible by h=8"
+    assert template(error) == ("{0} -> ValueError: d_model={1} is not divisible by h={2}",
+                               ["{'h': 8}", "500", "8"])
     # a value that is not the whole rest of the line leaves the line as it is
     assert translated("beam: {'ok': 1} ; greedy: {'ok': 1}", {"beam: {0}": "束"}) == (
         "beam: {'ok': 1} ; greedy: {'ok': 1}")

@@ -6,8 +6,9 @@ cell outputs, by page, outside what is not prose.
 
 Not counted, as the issue on the Chinese edition's evidence asks: code (inline code, and any token that
 holds a digit, an underscore, a slash, an equals sign, brackets or a dotted name: paths, commands, dicts,
-identifiers, printed Python values), mathematics, figures (their words are counted as text of their own), names in capitals
-(model and corpus names, tree labels such as NP: PCFG, BLEU, WSJ), the names in NAMES and the words in
+identifiers, printed Python values, operator names such as aten::mm), mathematics, figures (their words are counted
+as text of their own), names in capitals (model and corpus names, tree labels such as NP: PCFG, BLEU, WSJ), the
+names in NAMES, the authors' names of a citation standing alone ("Vinyals & Kaiser 等（2014）"), the words in
 KEPT (model names, option values, the paper's title, terms both editions write alike), and the German
 of translation examples: a line in which at least a quarter of the words, and two or more, are German
 function words or common German nouns, or in which most words are German, that is words of the German
@@ -34,11 +35,15 @@ NAMES = {"Transformer", "Transformers", "PyTorch", "CTranslate", "SentencePiece"
 # terms the glossary keeps as they are (dropout, softmax, lr, FLOPs)
 KEPT = {"tiny", "small", "base", "big", "sinusoidal", "learned", "rotary", "eager", "Attention", "Is", "All",
         "You", "Need", "NeurIPS", "et", "al", "dropout", "softmax", "lr", "FLOPs", "torch", "python", "zh",
-        "en", "de", "min"}
+        "en", "de", "min",
+        # the parsing pilots' names, which commands take (--from-pilot attn0.1)
+        "rate", "vocab", "attn", "semi", "bpe"}
 GERMAN = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einer", "einem", "einen", "und", "mit",
           "auf", "von", "im", "zu", "sich", "vor", "ist", "sind", "hat", "bei", "nach",
           "aus", "zwei", "drei", "Mann", "Frau", "Männer", "Frauen", "Kind", "Junge", "Mädchen", "Hund"}
-CODE_LIKE = re.compile(r"[\d_/\\=<>{}\[\]@#|]|--|\w\.\w|^\$|\(\)")
+CODE_LIKE = re.compile(r"[\d_/\\=<>{}\[\]@#|]|--|\w\.\w|^\$|\(\)|::")
+# a citation standing alone: its authors' names and year
+CITATION = re.compile(r"^[A-Z][\w-]+(?: & [A-Z][\w-]+)?(?: 等)?（\d{4}）$")
 WORD = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z]+(?![\w-])")
 LETTERS = re.compile(r"[^a-z]+")
 # the English sentences of translation examples: the test and dev sets' English sides
@@ -85,10 +90,12 @@ def is_german(words: list[str]) -> bool:
 
 
 def is_example(line: str) -> bool:
-    """The line holds an English sentence of a test or dev set (after a label such as EN : or 源句：)."""
+    """The line holds an English sentence of a test or dev set (after a label such as EN : or 源句：), or
+    three words or more of one, where a long sentence is wrapped over lines."""
     text = plain(line)
-    return any(text.endswith(s) or text.startswith(s) for s in example_sentences() if len(s) > 12
-               and s[:12] in text)
+    return (any(text.endswith(s) or text.startswith(s) for s in example_sentences() if len(s) > 12
+                and s[:12] in text)
+            or len(text.split()) >= 3 and any(text in s for s in example_sentences()))
 
 
 def count(site: Path) -> dict[str, tuple[int, int]]:
@@ -101,7 +108,7 @@ def count(site: Path) -> dict[str, tuple[int, int]]:
             for skipped in output.select("svg, img, code, .math, script, style"):
                 skipped.decompose()
             for line in output.get_text("\n").splitlines():
-                words = line_words(line)
+                words = [] if CITATION.match(line.strip()) else line_words(line)
                 if words and not is_german(words):
                     found += len(words)
                     examples += len(words) if is_example(line) else 0
