@@ -121,6 +121,18 @@ def shipped(tmp_path_factory):
     return model, vocab, CTranslate2Model(out, threads=1), groups
 
 
+def beam_outputs(shipped, alpha):
+    """The shipped fixture's sentences translated with beam 4 by our beam_search and by the engine, as
+    two lists of output ids (without </s> or padding), in the same order."""
+    model, vocab, engine, groups = shipped
+    ours, theirs = [], []
+    for rows in groups.values():
+        out = beam_search(model, torch.tensor(rows), BOS, EOS, 4, alpha, max_extra=50)
+        ours += [[i for i in row if i not in (PAD, EOS)] for row in out.tolist()]
+        theirs += engine.translate_ids([r[:-1] for r in rows], 4, alpha, 50)
+    return ours, theirs
+
+
 @pytest.mark.parametrize("alpha", [0.6, 2.5])
 def test_both_engines_rank_by_the_paper_s_length_penalty(shipped, alpha):
     """The engine's own penalty is length ** alpha, the paper's ((5 + length) / 6) ** alpha: with
@@ -129,13 +141,8 @@ def test_both_engines_rank_by_the_paper_s_length_penalty(shipped, alpha):
     and an n-best score is ours: log-probability over the paper's penalty."""
     from transformer.decode import length_penalty
     model, vocab, engine, groups = shipped
-    same = total = 0
-    for rows in groups.values():
-        ours = beam_search(model, torch.tensor(rows), BOS, EOS, 4, alpha, max_extra=50)
-        theirs = engine.translate_ids([r[:-1] for r in rows], 4, alpha, 50)
-        for row, other in zip(ours.tolist(), theirs):
-            same += [i for i in row if i not in (PAD, EOS)] == other
-            total += 1
+    ours, theirs = beam_outputs(shipped, alpha)
+    same, total = sum(a == b for a, b in zip(ours, theirs)), len(ours)
     assert total == 200 and same >= 0.97 * total, f"{total - same} of {total} differ"
     # an n-best score: the best hypothesis's log-probability under our model, over the penalty
     src = next(iter(groups.values()))[0]
@@ -153,11 +160,8 @@ def test_both_engines_stop_a_sentence_s_search_by_the_same_rule(shipped, alpha):
     waits until an ending has ranked first at its step. Then 4 (alpha 0) and 2 (alpha 0.6) of these 200
     sentences differed, the engine's translation each time the one our model scores higher, and this test
     failed. With the engine's rule both give the same translation of every sentence."""
-    model, vocab, engine, groups = shipped
-    for rows in groups.values():
-        ours = beam_search(model, torch.tensor(rows), BOS, EOS, 4, alpha, max_extra=50)
-        theirs = engine.translate_ids([r[:-1] for r in rows], 4, alpha, 50)
-        assert [[i for i in row if i not in (PAD, EOS)] for row in ours.tolist()] == theirs
+    ours, theirs = beam_outputs(shipped, alpha)
+    assert len(ours) == 200 and ours == theirs
 
 
 def test_at_alpha_0_no_sentence_of_words_is_translated_to_nothing(shipped):
