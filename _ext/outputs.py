@@ -30,13 +30,16 @@ from editions import edition_of
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:[eE][-+]?\d+)?"
                     r"(?:(?![\w.])|(?=x(?!\w))|(?=\.(?!\d)))")
 SLOT = re.compile(r"\{(\d+)\}")
-# the end of a label, before the value it introduces: a colon, spaces, then a bracket
-LABEL_END = re.compile(r":\s+(?=[\[{(])")
+# the end of a label, before the value it introduces: a colon or semicolon (a full-width colon once
+# translated), or an opening bracket and a word (as in "(dropped {...})"), then a bracket
+LABEL_END = re.compile(r"(?:[:;]\s+|：\s*|\(\w+\s+)(?=[\[{(])")
 # the end of a value that opens a line, before what follows from it: a bracket, then -> or a colon
 VALUE_END = re.compile(r"[\]})](?= -> |: )")
 # a word of prose: letters, lower case after the first; a path, a name with _ or a command is not prose
 WORD = re.compile(r"(?<![\w/.`-])[A-Za-z][a-z]+(?![\w/`]|\.\w)")
 COMMAND = re.compile(r"^\s*(\$ |python |>>> |pip |make |git )")
+# a command that opens a provenance line, up to where the provenance begins (" at commit", or a comma)
+LEADING_COMMAND = re.compile(r"^python [^\s,]+(?: (?!at )[^\s,]+)*(?=,| at )")
 # a figure's piece of text as matplotlib writes it (a label with mathematics is split into tspans: kept)
 SVG_TEXT = re.compile(r"(<text\b[^>]*>)([^<]+)(</text>)")
 FOUND = {}     # the gettext build's messages, by page
@@ -52,20 +55,30 @@ def is_value(text: str) -> bool:
         return False
 
 
-def printed_values(text: str) -> tuple[int, int]:
+def printed_values(text: str) -> tuple[int, int, int]:
     """Where the label of a line lies between the printed values (dicts, lists, tuples) that frame it:
-    (the end of a value that opens the line before "->" or ":", else 0; the start of a value that ends
-    the line after its label's colon, else the line's length). Values are data, each one slot of the
-    label's message: "{'h': 8} -> ValueError: ..." and "...by d_k: {4: 0.05, 16: 0.08}"."""
-    head = next((m.end() for m in VALUE_END.finditer(text) if is_value(text[:m.end()])), 0)
-    tail = next((m.end() for m in LABEL_END.finditer(text, head) if is_value(text[m.end():])), len(text))
-    return head, tail
+    (the end of a value that opens the line before "->" or ":", or of a command that opens a provenance
+    line, else 0; the start of a value that ends the line after its label's colon, or inside a
+    parenthesis that closes the line, else the line's length; that value's end). Values are data, each
+    one slot of the label's message: "{'h': 8} -> ValueError: ...", "...by d_k: {4: 0.05, 16: 0.08}",
+    "...after cleaning (dropped {'empty': 0})" and "python scripts/x.py at commit ..."."""
+    command = LEADING_COMMAND.match(text)
+    head = command.end() if command else next(
+        (m.end() for m in VALUE_END.finditer(text) if is_value(text[:m.end()])), 0)
+    for m in LABEL_END.finditer(text, head):
+        value = text[m.end():]
+        if m.group(0).startswith("("):
+            if value.endswith(")") and is_value(value[:-1]):
+                return head, m.end(), len(text) - 1
+        elif is_value(value):
+            return head, m.end(), len(text)
+    return head, len(text), len(text)
 
 
 def label_of(text: str) -> str:
     """The text without the printed values that frame it (printed_values)."""
-    head, tail = printed_values(text)
-    return text[head:tail]
+    head, tail, end = printed_values(text)
+    return text[head:tail] + text[end:]
 
 
 def template(text: str) -> tuple[str, list[str]]:
@@ -76,14 +89,14 @@ def template(text: str) -> tuple[str, list[str]]:
     def slot(match):
         numbers.append(match.group(0))
         return f"{{{len(numbers) - 1}}}"
-    head, tail = printed_values(text)
+    head, tail, end = printed_values(text)
     key = NUMBER.sub(slot, text[head:tail])
     if head:
         numbers.insert(0, text[:head])
         key = "{0}" + SLOT.sub(lambda m: f"{{{int(m.group(1)) + 1}}}", key)
     if tail < len(text):
-        numbers.append(text[tail:])
-        key += f"{{{len(numbers) - 1}}}"
+        numbers.append(text[tail:end])
+        key += f"{{{len(numbers) - 1}}}" + text[end:]
     return key, numbers
 
 

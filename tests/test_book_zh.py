@@ -93,7 +93,7 @@ def test_the_glossarys_strict_rows_leave_out_the_working_words():
     assert all(len(row) >= 2 and row[1] for row in catalogues.glossary_table())
     words = set(catalogues.search_terms())
     assert {"层归一化", "掩码", "层规范化", "掩蔽", "集束搜索", "暂退法", "交叉注意力", "贪心搜索", "验证集",
-            "基础模型", "大模型"} <= words
+            "基础模型", "大模型", "随机种子", "实验方案", "逐位置", "预实验"} <= words
     assert not any(" " in word for word in words)
 
 
@@ -151,6 +151,15 @@ def test_an_outputs_words_are_translated_and_its_numbers_kept():
     error = "{'h': 8} -> ValueError: d_model=500 is not divisible by h=8"
     assert template(error) == ("{0} -> ValueError: d_model={1} is not divisible by h={2}",
                                ["{'h': 8}", "500", "8"])
+    # and one inside a parenthesis that closes the line, or a command that opens a provenance line
+    assert template("corpus: 28998 pairs (dropped {'empty': 0})") == (
+        "corpus: {0} pairs (dropped {1})", ["28998", "{'empty': 0}"])
+    provenance = "python scripts/x.py --set a=1 at commit 0c9e41bf73, 2 threads"
+    assert template(provenance) == ("{0} at commit 0c9e41bf73, {1} threads",
+                                    ["python scripts/x.py --set a=1", "2"])
+    assert translated(provenance, {"{0} at commit 0c9e41bf73, {1} threads":
+                                   "{0}，提交 0c9e41bf73，{1} 个线程"}) == (
+        "python scripts/x.py --set a=1，提交 0c9e41bf73，2 个线程")
     # a value that is not the whole rest of the line leaves the line as it is
     assert translated("beam: {'ok': 1} ; greedy: {'ok': 1}", {"beam: {0}": "束"}) == (
         "beam: {'ok': 1} ; greedy: {'ok': 1}")
@@ -408,3 +417,16 @@ def test_the_translator_pages_form_is_chinese_without_its_script(whole_book):
     assert f'placeholder="{words["search_hint"]}"' in form and f'aria-label="{words["no_chart"]}"' in form
     english = (whole_book / "book" / "06_1_try_the_model.html").read_text(encoding="utf-8")
     assert 'data-say="greedy_search">Greedy search<' in english and "JavaScript, which is off" in english
+
+
+def test_the_chinese_pages_outputs_show_little_english(whole_book):
+    """tools/output_words.py: the English words the Chinese pages' outputs show, outside code, math,
+    names and the German of translation examples, are at most 800 in the whole edition (the English
+    sentences of translation examples count too)."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from output_words import count, german_words
+    if not german_words():
+        pytest.skip("the corpora that tell German from English are not at hand")
+    pages = count(whole_book / "zh")
+    most = sorted(pages.items(), key=lambda item: -item[1][0])[:5]
+    assert sum(found for found, _ in pages.values()) <= 800, f"most English: {most}"

@@ -124,9 +124,24 @@ def also_written() -> dict[str, list[str]]:
             for cells in rows if len(cells) > column}
 
 
+def working_words() -> list[str]:
+    """The renderings of the glossary's later table, the book's working words (训练、这次训练、实验 for
+    run): not checked as terms, but words a reader types into the search."""
+    rows, started = [], False
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        started = started or line.startswith("## ") and "工作用语" in line
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if started and line.startswith("|") and len(cells) >= 2 and cells[0] != "英文" \
+                and not set(cells[0]) <= set("-: "):
+            rows += [word.strip() for word in re.split(r"[、/,，]", cells[1]) if word.strip()]
+    return rows
+
+
 def search_terms() -> list[str]:
-    """The Chinese words the search must find whole: each glossary term and its alternatives."""
-    words = {chinese for _, chinese in glossary()} | {word for words in also_written().values() for word in words}
+    """The Chinese words the search must find whole: each glossary term and its alternatives, and the
+    book's working words."""
+    words = ({chinese for _, chinese in glossary()} | set(working_words())
+             | {word for words in also_written().values() for word in words})
     return sorted(word for word in words if CJK.search(word) and " " not in word)
 
 

@@ -5,18 +5,22 @@ cell outputs, by page, outside what is not prose.
     python tools/output_words.py _build/html         # the English one, for comparison
 
 Not counted, as the issue on the Chinese edition's evidence asks: code (inline code, and any token that
-holds a digit, an underscore, a slash, an equals sign, brackets or a dotted name: paths, commands, dicts,
-identifiers, printed Python values, operator names such as aten::mm), mathematics, figures (their words are counted
-as text of their own), names in capitals (model and corpus names, tree labels such as NP: PCFG, BLEU, WSJ), the
-names in NAMES, the authors' names of a citation standing alone ("Vinyals & Kaiser 等（2014）"), the words in
-KEPT (model names, option values, the paper's title, terms both editions write alike), and the German
+holds a digit, an underscore, a slash, an equals sign, brackets, a call's parenthesis, a dotted name or a
+colon between letters: paths, commands, dicts, identifiers, printed Python values, operator names such as
+aten::mm, sacreBLEU's signature tok:none; a printed value that frames a line, as the Chinese build reads it;
+words with a capital inside, which are class and error names: ValueError, GRUCell; Python's literals True,
+False, None and nan; subword pieces, marked ▁), mathematics, figures (their words are counted as text of
+their own), names in capitals (model and corpus names, tree labels such as NP: PCFG, BLEU, WSJ), the names
+in NAMES, the authors' names of a citation standing alone ("Vinyals & Kaiser 等（2014）"), the words in
+KEPT (model names, option values, the paper's title, terms both editions write alike) and UNITS, and the German
 of translation examples: a line in which at least a quarter of the words, and two or more, are German
 function words or common German nouns, or in which most words are German, that is words of the German
-side of Multi30k's training text that its English side never uses (where the data folder,
-$TRANSFORMER_DATA, holds it). Everything else counts. A second column gives, of the counted words, those
-in lines that hold an English sentence of the corpora the book translates (the Multi30k and WMT test
+side of Multi30k's training text, or of the WMT test sets, that the English side of the same text
+never uses (where the data folder, $TRANSFORMER_DATA, holds them). Everything else counts. A second column gives, of the counted words, those
+in lines that hold an English sentence of the corpora the book translates (Multi30k, the WMT test
 and dev sets, the English side of the English-Chinese corpus): the inputs and references of
-translation examples, which no edition translates.
+translation examples, which no edition translates. A line of two sentences joined by " -> " (an example
+and its translation) is judged side by side.
 """
 import re
 import sys
@@ -26,29 +30,41 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_ext"))
+from outputs import label_of  # noqa: E402
+
 from transformer.corpora import data_dir  # noqa: E402
 
 NAMES = {"Transformer", "Transformers", "PyTorch", "CTranslate", "SentencePiece", "Multi", "Xeon", "Intel",
-         "Processor", "EPYC", "GRUCell", "BerkeleyParser", "Adam", "sacreBLEU", "Moses", "Penn", "Treebank"}
+         "Processor", "EPYC", "GRUCell", "BerkeleyParser", "Adam", "sacreBLEU", "Moses", "Penn", "Treebank",
+         "Python", "Chromium", "Glorot", "Wu", "Vision",
+         # corpus names as the records key them
+         "multi30k", "ptb", "wsj", "brown"}
 # words that both editions write in Latin letters: the presets' and Table 3's model names, option values
 # that are code (positional encodings, the eager mode), the paper's title, venue and "et al.", and the
 # terms the glossary keeps as they are (dropout, softmax, lr, FLOPs)
 KEPT = {"tiny", "small", "base", "big", "sinusoidal", "learned", "rotary", "eager", "Attention", "Is", "All",
         "You", "Need", "NeurIPS", "et", "al", "dropout", "softmax", "lr", "FLOPs", "torch", "python", "zh",
-        "en", "de", "min",
+        "en", "de", "min", "alpha", "logits", "log", "autograd", "autocast", "cpu", "id", "ids",
+        # the normalisation rule of a vocabulary, an option value of SentencePiece
+        "identity",
         # the parsing pilots' names, which commands take (--from-pilot attn0.1)
         "rate", "vocab", "attn", "semi", "bpe"}
 GERMAN = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einer", "einem", "einen", "und", "mit",
           "auf", "von", "im", "zu", "sich", "vor", "ist", "sind", "hat", "bei", "nach",
           "aus", "zwei", "drei", "Mann", "Frau", "Männer", "Frauen", "Kind", "Junge", "Mädchen", "Hund"}
-CODE_LIKE = re.compile(r"[\d_/\\=<>{}\[\]@#|]|--|\w\.\w|^\$|\(\)|::")
+CODE_LIKE = re.compile(r"[\d_/\\=<>{}\[\]@#|▁]|--|\w\.\w|^\$|\w\(|::|\w:\w")
+# a class or error name (a capital inside the word), and Python's printed literals
+IDENTIFIER = re.compile(r"[a-z][A-Z]")
+LITERALS = {"True", "False", "None", "nan", "inf"}
 # a citation standing alone: its authors' names and year
 CITATION = re.compile(r"^[A-Z][\w-]+(?: & [A-Z][\w-]+)?(?: 等)?（\d{4}）$")
 WORD = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z]+(?![\w-])")
 LETTERS = re.compile(r"[^a-z]+")
-# the English sentences of translation examples: the test and dev sets' English sides
-EXAMPLES = ("multi30k/test_2016_flickr.en", "multi30k/val.en", "wmt14-en-de/newstest2013.en",
-            "wmt14-en-de/newstest2014.en", "zh-en-seed/en.test.txt", "zh-en-seed/en.txt")
+# the English sentences of translation examples: the English sides of the test and dev sets, and of
+# Multi30k's training text, whose pairs 5.1 shows
+EXAMPLES = ("multi30k/test_2016_flickr.en", "multi30k/val.en", "multi30k/train.en",
+            "wmt14-en-de/newstest2013.en", "wmt14-en-de/newstest2014.en", "zh-en-seed/en.test.txt", "zh-en-seed/en.txt")
 # a printed Python value (a dict, list or tuple of strings): code, however many words its strings hold
 REPR = re.compile(r"[\[{(]'[^\]})]*[\]})]")
 
@@ -57,14 +73,23 @@ def plain(text: str) -> str:
     return LETTERS.sub(" ", text.lower()).strip()
 
 
+# parallel texts whose German side holds the German of the book's translation examples
+PARALLEL = ("multi30k/train", "wmt14-en-de/newstest2013", "wmt14-en-de/newstest2014")
+# units, which Chinese text writes in Latin letters too (GiB is also a German word)
+UNITS = {"GiB", "MiB", "ms", "nats"}
+
+
 @cache
 def german_words() -> frozenset[str]:
-    """Words of Multi30k's German training side that its English side never uses (empty without it)."""
-    de, en = data_dir() / "multi30k" / "train.de", data_dir() / "multi30k" / "train.en"
-    if not (de.is_file() and en.is_file()):
-        return frozenset()
-    return frozenset(set(plain(de.read_text(encoding="utf-8")).split())
-                     - set(plain(en.read_text(encoding="utf-8")).split()))
+    """Words of a parallel text's German side that its English side never uses, over the texts
+    (empty without the data)."""
+    found = set()
+    for stem in PARALLEL:
+        de, en = data_dir() / f"{stem}.de", data_dir() / f"{stem}.en"
+        if de.is_file() and en.is_file():
+            found |= (set(plain(de.read_text(encoding="utf-8")).split())
+                      - set(plain(en.read_text(encoding="utf-8")).split()))
+    return frozenset(found)
 
 
 @cache
@@ -78,9 +103,10 @@ def example_sentences() -> frozenset[str]:
 
 
 def line_words(line: str) -> list[str]:
-    tokens = REPR.sub(" ", line).split()
+    tokens = REPR.sub(" ", label_of(line.strip())).split()
     words = [w for token in tokens if not CODE_LIKE.search(token) for w in WORD.findall(token)]
-    return [w for w in words if not w.isupper() and w not in NAMES and w not in KEPT]
+    return [w for w in words if not w.isupper() and not IDENTIFIER.search(w)
+            and w not in NAMES | KEPT | UNITS | LITERALS]
 
 
 def is_german(words: list[str]) -> bool:
@@ -107,11 +133,12 @@ def count(site: Path) -> dict[str, tuple[int, int]]:
         for output in soup.select("div.cell_output"):
             for skipped in output.select("svg, img, code, .math, script, style"):
                 skipped.decompose()
-            for line in output.get_text("\n").splitlines():
-                words = [] if CITATION.match(line.strip()) else line_words(line)
-                if words and not is_german(words):
-                    found += len(words)
-                    examples += len(words) if is_example(line) else 0
+            for whole in output.get_text("\n").splitlines():
+                for line in whole.split(" -> ") if not CITATION.match(whole.strip()) else ():
+                    words = line_words(line)
+                    if words and not is_german(words):
+                        found += len(words)
+                        examples += len(words) if is_example(line) else 0
         pages[page.stem] = (found, examples)
     return pages
 
