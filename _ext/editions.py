@@ -28,7 +28,10 @@ EDITIONS = {
               "notice_link": "中文版",
               # the book folds only cells' code (hide-input), so the fold's button names code
               "config": {"html_title": "注意力就是一切：逐节实现与讲解",
-                         "nb_code_prompt_show": "显示代码", "nb_code_prompt_hide": "隐藏代码"}},
+                         "nb_code_prompt_show": "显示代码", "nb_code_prompt_hide": "隐藏代码",
+                         # citations as Chinese text writes them: Vaswani 等（2017）
+                         "bibtex_reference_style": "author_year_zh",
+                         "bibtex_default_style": "author_year_plain_zh"}},
 }
 GLOSSARY = "locale/zh_CN/glossary"
 

@@ -1,7 +1,8 @@
 """Citations as "Vaswani et al. (2017)" and "(Vaswani et al., 2017)": sphinxcontrib-bibtex's
 author-year style with round brackets instead of its default square ones; and the references
 page labels each entry the same way, "Vaswani et al., 2017", where pybtex's plain style
-numbers them."""
+numbers them. The Chinese edition cites as Chinese text does: "Vaswani 等（2017）" and
+"（Vaswani 等，2017）", with full-width brackets and 等 for et al. (author_year_zh)."""
 import dataclasses
 
 from pybtex.plugin import register_plugin as register_pybtex_plugin
@@ -9,7 +10,7 @@ from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
 
 from sphinxcontrib.bibtex.plugin import register_plugin
-from sphinxcontrib.bibtex.style.referencing import BracketStyle
+from sphinxcontrib.bibtex.style.referencing import BracketStyle, PersonStyle
 from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
 
 
@@ -29,6 +30,32 @@ class RoundAuthorYear(AuthorYearReferenceStyle):
 register_plugin("sphinxcontrib.bibtex.style.referencing", "author_year_round", RoundAuthorYear)
 
 
+def full_width_brackets() -> BracketStyle:
+    return BracketStyle(left="（", right="）", sep="；")
+
+
+def chinese_names() -> PersonStyle:
+    return PersonStyle(sep="、", sep2=" 与 ", last_sep=" 与 ", other=" 等")
+
+
+@dataclasses.dataclass
+class ChineseAuthorYear(AuthorYearReferenceStyle):
+    bracket_parenthetical: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
+    bracket_textual: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
+    bracket_author: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
+    bracket_label: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
+    bracket_year: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
+    person: PersonStyle = dataclasses.field(default_factory=chinese_names)
+    author_year_sep: str = "，"
+    # the full-width bracket brings its own space: "Vaswani 等（2017）"
+    text_reference_sep: str = ""
+    pre_text_sep: str = " "
+    post_text_sep: str = "，"
+
+
+register_plugin("sphinxcontrib.bibtex.style.referencing", "author_year_zh", ChineseAuthorYear)
+
+
 class AuthorYearLabels(BaseLabelStyle):
     """"Vaswani et al., 2017", "Press and Wolf, 2017", "Britz, 2017"; a letter after the year
     where two entries would share a label."""
@@ -42,20 +69,33 @@ class AuthorYearLabels(BaseLabelStyle):
                     labels[i] = label + letter
         return labels
 
-    @staticmethod
-    def label(entry):
+    # how the label joins two authors, names more than two, and comes to the year
+    two, many, year = " and ", " et al.", ", "
+
+    def label(self, entry):
         names = [" ".join(p.last_names) for p in entry.persons.get("author", [])]
-        who = (names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2
-               else f"{names[0]} et al.")
-        return f"{who}, {entry.fields.get('year', 'n.d.')}"
+        who = (names[0] if len(names) == 1 else self.two.join(names) if len(names) == 2
+               else names[0] + self.many)
+        return f"{who}{self.year}{entry.fields.get('year', 'n.d.')}"
+
+
+class ChineseLabels(AuthorYearLabels):
+    """"Vaswani 等，2017", "Press 与 Wolf，2017", as the Chinese pages cite them."""
+    two, many, year = " 与 ", " 等", "，"
 
 
 class AuthorYearStyle(PlainStyle):
     default_label_style = "author_year"
 
 
+class ChineseAuthorYearStyle(PlainStyle):
+    default_label_style = "author_year_zh"
+
+
 register_pybtex_plugin("pybtex.style.labels", "author_year", AuthorYearLabels)
+register_pybtex_plugin("pybtex.style.labels", "author_year_zh", ChineseLabels)
 register_pybtex_plugin("pybtex.style.formatting", "author_year_plain", AuthorYearStyle)
+register_pybtex_plugin("pybtex.style.formatting", "author_year_plain_zh", ChineseAuthorYearStyle)
 
 
 def setup(app):

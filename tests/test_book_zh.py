@@ -430,3 +430,14 @@ def test_the_chinese_pages_outputs_show_little_english(whole_book):
     pages = count(whole_book / "zh")
     most = sorted(pages.items(), key=lambda item: -item[1][0])[:5]
     assert sum(found for found, _ in pages.values()) <= 800, f"most English: {most}"
+
+
+def test_the_chinese_pages_cite_as_chinese_text_does(whole_book):
+    """_ext/round_citations.py (author_year_zh): "Vaswani 等（2017）" and "（Kaiser 与 Bengio，2016）"
+    on the Chinese pages, never "et al." outside code; the English pages keep "et al. (2017)"."""
+    cited = {p.stem: prose_text(p) for p in zh_pages(whole_book)}
+    assert not [stem for stem, text in cited.items() if re.search(r"et\s+al\.", text)]
+    background = " ".join(cited["02_background"].split())
+    assert re.search(r"Kalchbrenner 等，\s*2017\s*）", background), background[:300]
+    english = (whole_book / "book" / "06_3_constituency_parsing.html").read_text(encoding="utf-8")
+    assert "Vinyals <em>et al.</em> (" in english
