@@ -18,20 +18,22 @@ def round_brackets() -> BracketStyle:
     return BracketStyle(left="(", right=")")
 
 
+def full_width_brackets() -> BracketStyle:
+    return BracketStyle(left="（", right="）", sep="；")
+
+
 @dataclasses.dataclass
 class RoundAuthorYear(AuthorYearReferenceStyle):
-    bracket_parenthetical: BracketStyle = dataclasses.field(default_factory=round_brackets)
-    bracket_textual: BracketStyle = dataclasses.field(default_factory=round_brackets)
-    bracket_author: BracketStyle = dataclasses.field(default_factory=round_brackets)
-    bracket_label: BracketStyle = dataclasses.field(default_factory=round_brackets)
-    bracket_year: BracketStyle = dataclasses.field(default_factory=round_brackets)
+    """Every kind of citation (parenthetical, textual, author, label, year) in `brackets`."""
+    brackets = staticmethod(round_brackets)
+
+    def __post_init__(self):
+        for kind in ("parenthetical", "textual", "author", "label", "year"):
+            setattr(self, f"bracket_{kind}", self.brackets())
+        super().__post_init__()
 
 
 register_plugin("sphinxcontrib.bibtex.style.referencing", "author_year_round", RoundAuthorYear)
-
-
-def full_width_brackets() -> BracketStyle:
-    return BracketStyle(left="（", right="）", sep="；")
 
 
 def chinese_names() -> PersonStyle:
@@ -39,17 +41,12 @@ def chinese_names() -> PersonStyle:
 
 
 @dataclasses.dataclass
-class ChineseAuthorYear(AuthorYearReferenceStyle):
-    bracket_parenthetical: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
-    bracket_textual: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
-    bracket_author: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
-    bracket_label: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
-    bracket_year: BracketStyle = dataclasses.field(default_factory=full_width_brackets)
+class ChineseAuthorYear(RoundAuthorYear):
+    brackets = staticmethod(full_width_brackets)
     person: PersonStyle = dataclasses.field(default_factory=chinese_names)
     author_year_sep: str = "，"
     # the full-width bracket brings its own space: "Vaswani 等（2017）"
     text_reference_sep: str = ""
-    pre_text_sep: str = " "
     post_text_sep: str = "，"
 
 
