@@ -17,17 +17,21 @@ every engine:
   ctranslate2 fp32   the model exported with transformer.deploy
   ctranslate2 int8   the same, weights quantised to 8 bits
 
-The machine's speed drifts over minutes, so every engine is timed once per round, the rounds interleaved,
-and each keeps its fastest round. For greedy decoding and beam 4 (alpha 0.6, input length + 50) it prints
-sentences/s, target tokens/s (sentencepiece pieces of the output plus </s>), sacreBLEU, how many outputs
-equal the package's, and the package's speed over each of the others. --profile adds where one beam-4
-pass of the package spends its time, operator by operator (torch.profiler). With --out it writes those
+The machine's speed drifts over minutes, so every engine is timed once per round, the rounds interleaved
+(every other round in the reverse order, so that no engine always follows the same one), and each keeps its
+fastest round. Each row also gives the package's speed over the engine within each round (two runs minutes
+apart are not compared): their median and range, which say how much one round's drift moves the ratio.
+For greedy decoding and beam 4 (alpha 0.6, input length + 50) it prints sentences/s, target tokens/s
+(sentencepiece pieces of the output plus </s>), sacreBLEU, how many outputs equal the package's, and the
+package's speed over each of the others. --profile adds where one beam-4 pass of the package spends its
+time, operator by operator (torch.profiler). With --out it writes those
 numbers as a results record.
 """
 import argparse
 import contextlib
 import importlib
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -151,29 +155,38 @@ def main():
                                     search=search)
 
     rows = []
-    print(f"{'search':7} {'engine':29} {'sent/s':>8} {'tokens/s':>9} {'BLEU':>6} {'= package':>10} {'package is':>11}")
+    print(f"{'search':7} {'engine':29} {'sent/s':>8} {'tokens/s':>9} {'BLEU':>6} {'= package':>10} {'package is':>11} "
+          f"{'by round (range)':>20}")
     for beam in args.beams:
         names = [n for n in [*engines, *ct2] if n not in args.skip]
-        outputs, seconds = {}, {}
+        outputs, rounds = {}, {name: [] for name in names}
         for name in names:
             translate(name, sources[:16], beam)                     # warm-up: first-call allocations
-        for _ in range(args.rounds):
-            for name in names:
+        for r in range(args.rounds):
+            for name in (names if r % 2 == 0 else names[::-1]):
                 start = time.perf_counter()
                 outputs[name] = translate(name, sources, beam)
-                seconds[name] = min(seconds.get(name, float("inf")), time.perf_counter() - start)
+                rounds[name].append(time.perf_counter() - start)
+        seconds = {name: min(times) for name, times in rounds.items()}
         for name in names:
+            # within each round: the engine's time over the package's
+            paired = (sorted(t / p for t, p in zip(rounds[name], rounds["package"]))
+                      if "package" in rounds else [])
             tokens = sum(len(ids) + 1 for ids in vocab.encode(outputs[name]))
             same = sum(a == b for a, b in zip(outputs[name], outputs["package"])) if "package" in outputs else None
             bleu, signature = evaluate.sacre_bleu(outputs[name], refs)
             row = {"search": "greedy" if beam == 1 else f"beam {beam}", "engine": name, "seconds": seconds[name],
                    "sentences_per_s": len(sources) / seconds[name], "target_tokens_per_s": tokens / seconds[name],
                    "bleu": bleu, "equal_to_package": same,
-                   "package_speedup": seconds[name] / seconds["package"] if "package" in seconds else None}
+                   "package_speedup": seconds[name] / seconds["package"] if "package" in seconds else None,
+                   "round_seconds": rounds[name], "paired_speedup": statistics.median(paired) if paired else None,
+                   "paired_speedup_range": [paired[0], paired[-1]] if paired else None}
             rows.append(row)
             ratio = f"{row['package_speedup']:.2f}x" if row["package_speedup"] else "-"
+            low, high = row["paired_speedup_range"] or (None, None)
+            by_round = f"{row['paired_speedup']:.2f}x ({low:.2f}-{high:.2f})" if low else "-"
             print(f"{row['search']:7} {name:29} {row['sentences_per_s']:8.1f} {row['target_tokens_per_s']:9.0f} "
-                  f"{row['bleu']:6.2f} {same if same is not None else '-':>10} {ratio:>11}")
+                  f"{row['bleu']:6.2f} {same if same is not None else '-':>10} {ratio:>11} {by_round:>20}")
     ops = profile_beam(model, vocab, sources) if args.profile else None
     if args.out:
         # the model as the repository names it, never a path of this machine

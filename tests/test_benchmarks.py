@@ -146,6 +146,10 @@ def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
         for engine in ("readable + cat", "readable", "package", "package, full ranking"):
             assert rows[search, engine]["equal_to_package"] == 12
         assert rows[search, "package"]["package_speedup"] == 1.0
+        # the within-round ratios: the package's own are 1, every engine's lie around their median
+        assert rows[search, "package"]["paired_speedup_range"] == [1.0, 1.0]
+        assert all(r["paired_speedup_range"][0] <= r["paired_speedup"] <= r["paired_speedup_range"][1]
+                   and len(r["round_seconds"]) == 1 for r in record["rows"])
         assert all(r["sentences_per_s"] > 0 and r["target_tokens_per_s"] > 0 for r in record["rows"])
     # (an untrained model runs to the limit, which in a batch is looser for the engine: test_deploy compares)
     assert 0 <= rows["greedy", "ctranslate2 fp32"]["equal_to_package"] <= 12
