@@ -89,23 +89,35 @@ def prose(text: str) -> str:
     return re.sub(r"\]\([^)]*\)|<[^>]+>", " ", text)
 
 
+def glossary_tables() -> list[list[list[str]]]:
+    """The glossary page's tables in order, each as the cells of its rows, the column names first (the
+    separator row left out). The first holds the one-term-per-idea terms the catalogues are checked
+    against; the later one the book's working words, rendered by context."""
+    tables, current = [], None
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        if not line.strip().startswith("|"):
+            current = None
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if set(cells[0]) <= set("-: "):
+            continue
+        if current is None:
+            current = []
+            tables.append(current)
+        current.append(cells)
+    return tables
+
+
 def glossary_table(header: bool = False) -> list[list[str]]:
     """The cells of each row of the glossary's first table, the one-term-per-idea terms, after the
-    column names with `header`. The page's later tables (after the next heading: the book's working
-    words, rendered by context) are not read."""
-    rows, started = [], False
-    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#") and started:
-            break
-        if not line.strip().startswith("|"):
-            continue
-        started = True
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if cells[0] == "English" and header:
-            rows.append(cells)
-        elif len(cells) >= 2 and cells[0] not in ("English", "") and not set(cells[0]) <= set("-: "):
-            rows.append(cells)
-    return rows
+    column names with `header`. The page's later table (the book's working words) is not read."""
+    names, *rows = glossary_tables()[0]
+    return [names] * header + [cells for cells in rows if len(cells) >= 2]
+
+
+def renderings(cell: str) -> list[str]:
+    """The words of a glossary cell that lists several: 训练、这次训练、实验."""
+    return [word.strip() for word in re.split(r"[、/,，]", cell) if word.strip()]
 
 
 def glossary() -> list[tuple[list[str], str]]:
@@ -120,21 +132,14 @@ def also_written() -> dict[str, list[str]]:
     if "又作" not in names:
         return {}
     column = names.index("又作")
-    return {cells[1]: [word.strip() for word in re.split(r"[、/,，]", cells[column]) if word.strip()]
-            for cells in rows if len(cells) > column}
+    return {cells[1]: renderings(cells[column]) for cells in rows if len(cells) > column}
 
 
 def working_words() -> list[str]:
     """The renderings of the glossary's later table, the book's working words (训练、这次训练、实验 for
     run): not checked as terms, but words a reader types into the search."""
-    rows, started = [], False
-    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
-        started = started or line.startswith("## ") and "工作用语" in line
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if started and line.startswith("|") and len(cells) >= 2 and cells[0] != "英文" \
-                and not set(cells[0]) <= set("-: "):
-            rows += [word.strip() for word in re.split(r"[、/,，]", cells[1]) if word.strip()]
-    return rows
+    _, *rows = glossary_tables()[1]
+    return [word for cells in rows if len(cells) >= 2 for word in renderings(cells[1])]
 
 
 def search_terms() -> list[str]:

@@ -7,20 +7,20 @@ cell outputs, by page, outside what is not prose.
 Not counted, as the issue on the Chinese edition's evidence asks: code (inline code, and any token that
 holds a digit, an underscore, a slash, an equals sign, brackets, a call's parenthesis, a dotted name or a
 colon between letters: paths, commands, dicts, identifiers, printed Python values, operator names such as
-aten::mm, sacreBLEU's signature tok:none; a printed value that frames a line, as the Chinese build reads it;
-words with a capital inside, which are class and error names: ValueError, GRUCell; Python's literals True,
-False, None and nan; subword pieces, marked ▁), mathematics, figures (their words are counted as text of
-their own), names in capitals (model and corpus names, tree labels such as NP: PCFG, BLEU, WSJ), the names
-in NAMES, the authors' names of a citation standing alone ("Vinyals & Kaiser 等（2014）"), the words in
-KEPT (model names, option values, the paper's title, terms both editions write alike) and UNITS, and the German
-of translation examples: a line in which at least a quarter of the words, and two or more, are German
-function words or common German nouns, or in which most words are German, that is words of the German
-side of Multi30k's training text, or of the WMT test sets, that the English side of the same text
-never uses (where the data folder, $TRANSFORMER_DATA, holds them). Everything else counts. A second column gives, of the counted words, those
-in lines that hold an English sentence of the corpora the book translates (Multi30k, the WMT test
-and dev sets, the English side of the English-Chinese corpus): the inputs and references of
-translation examples, which no edition translates. A line of two sentences joined by " -> " (an example
-and its translation) is judged side by side.
+aten::mm, sacreBLEU's signature tok:none; a printed value that frames a line, as the Chinese build reads
+it; words with a capital inside, which are class and error names: ValueError, GRUCell; Python's literals
+True, False, None and nan; subword pieces, marked ▁), mathematics, figures (their words are counted as
+text of their own), names in capitals (model and corpus names, tree labels such as NP: PCFG, BLEU, WSJ),
+the names in NAMES, the authors' names of a citation standing alone ("Vinyals & Kaiser 等（2014）"), the
+words in KEPT (model names, option values, the paper's title, terms both editions write alike) and
+UNITS, and the German of translation examples: a line in which at least a quarter of the words, and two
+or more, are German function words or common German nouns, or in which most words are German, that is
+words of the German side of Multi30k's training text, or of the WMT test sets, that the English side of
+the same text never uses (where the data folder, $TRANSFORMER_DATA, holds them). Everything else counts.
+A second column gives, of the counted words, those in lines that hold an English sentence of the corpora
+the book translates (Multi30k, the WMT test and dev sets, the English side of the English-Chinese
+corpus): the inputs and references of translation examples, which no edition translates. A line of two
+sentences joined by " -> " (an example and its translation) is judged side by side.
 """
 import re
 import sys
@@ -50,6 +50,8 @@ KEPT = {"tiny", "small", "base", "big", "sinusoidal", "learned", "rotary", "eage
         "identity",
         # the parsing pilots' names, which commands take (--from-pilot attn0.1)
         "rate", "vocab", "attn", "semi", "bpe"}
+# units, which Chinese text writes in Latin letters too (GiB is also a German word)
+UNITS = {"GiB", "MiB", "ms", "nats"}
 GERMAN = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einer", "einem", "einen", "und", "mit",
           "auf", "von", "im", "zu", "sich", "vor", "ist", "sind", "hat", "bei", "nach",
           "aus", "zwei", "drei", "Mann", "Frau", "Männer", "Frauen", "Kind", "Junge", "Mädchen", "Hund"}
@@ -64,19 +66,16 @@ LETTERS = re.compile(r"[^a-z]+")
 # the English sentences of translation examples: the English sides of the test and dev sets, and of
 # Multi30k's training text, whose pairs 5.1 shows
 EXAMPLES = ("multi30k/test_2016_flickr.en", "multi30k/val.en", "multi30k/train.en",
-            "wmt14-en-de/newstest2013.en", "wmt14-en-de/newstest2014.en", "zh-en-seed/en.test.txt", "zh-en-seed/en.txt")
+            "wmt14-en-de/newstest2013.en", "wmt14-en-de/newstest2014.en", "zh-en-seed/en.test.txt",
+            "zh-en-seed/en.txt")
+# parallel texts whose German side holds the German of the book's translation examples
+PARALLEL = ("multi30k/train", "wmt14-en-de/newstest2013", "wmt14-en-de/newstest2014")
 # a printed Python value (a dict, list or tuple of strings): code, however many words its strings hold
 REPR = re.compile(r"[\[{(]'[^\]})]*[\]})]")
 
 
 def plain(text: str) -> str:
     return LETTERS.sub(" ", text.lower()).strip()
-
-
-# parallel texts whose German side holds the German of the book's translation examples
-PARALLEL = ("multi30k/train", "wmt14-en-de/newstest2013", "wmt14-en-de/newstest2014")
-# units, which Chinese text writes in Latin letters too (GiB is also a German word)
-UNITS = {"GiB", "MiB", "ms", "nats"}
 
 
 @cache
