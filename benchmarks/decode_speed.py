@@ -24,10 +24,12 @@ apart are not compared): their median and range, which say how much one round's 
 For greedy decoding and beam 4 (alpha 0.6, input length + 50) it prints sentences/s, target tokens/s
 (sentencepiece pieces of the output plus </s>), sacreBLEU, how many outputs equal the package's, and the
 package's speed over each of the others. --profile adds where one beam-4 pass of the package spends its
-time, operator by operator (torch.profiler). With --out it writes those
+time, operator by operator (torch.profiler), and in a second pass part by part of the search (a wall clock
+around each part's function). With --out it writes those
 numbers as a results record.
 """
 import argparse
+import collections
 import contextlib
 import importlib
 import shutil
@@ -71,13 +73,16 @@ def ranked_in_full(scores, logp, n):
 
 @contextlib.contextmanager
 def replaced(owner, name, value):
-    """owner.name is value inside the block."""
-    saved = getattr(owner, name)
+    """owner.name is value inside the block (an inherited attribute is inherited again after it)."""
+    own, saved = name in vars(owner), getattr(owner, name)
     setattr(owner, name, value)
     try:
         yield
     finally:
-        setattr(owner, name, saved)
+        if own:
+            setattr(owner, name, saved)
+        else:
+            delattr(owner, name)
 
 
 def profile_beam(model, vocab, sources, top=12):
@@ -96,6 +101,66 @@ def profile_beam(model, vocab, sources, top=12):
         ops.append({"op": e.key, "seconds": e.self_cpu_time_total / 1e6, "calls": e.count})
         print(f"  {e.key:45} {ops[-1]['seconds']:7.3f} s {e.count:7d} calls {ops[-1]['seconds'] / total:6.1%}")
     return {"search": "beam 4", "engine": "package", "wall_seconds": wall, "operator_seconds": total, "ops": ops}
+
+
+def profile_parts(model, vocab, sources):
+    """One beam-4 pass of the package timed by part of the search: each part's function is wrapped in a wall
+    clock where the search calls it (on the CPU an operator returns when its work is done, so the clock holds
+    the part's own time). The attention sublayers and the attention kernel are the decoder's, timed inside its
+    layers; 'the rest' is the time between the parts: the search's Python, its small tensor operations and the
+    one read of each step."""
+    from transformer.attention import MultiHeadAttention
+    from transformer.embeddings import OutputProjection
+    from transformer.layers import Decoder
+    seconds, calls = collections.Counter(), collections.Counter()
+    decoding = [0]          # > 0 inside the decoder layers
+
+    def timed(part, function):
+        inside = part in INSIDE_THE_DECODER
+
+        def clocked(*args, **kwargs):
+            if inside and not decoding[0]:
+                return function(*args, **kwargs)
+            decoding[0] += part == "decoder layers"
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                seconds[part] += time.perf_counter() - start
+                calls[part] += 1
+                decoding[0] -= part == "decoder layers"
+        return clocked
+
+    # part: (owner, attribute); each class's own function, so that every instance is timed
+    parts = {"encoder": (type(model), "encode"),
+             "decoder layers": (Decoder, "forward"),
+             "attention sublayers": (MultiHeadAttention, "forward"),
+             "attention kernel": (torch.nn.functional, "scaled_dot_product_attention"),
+             "projection onto the vocabulary": (OutputProjection, "forward"),
+             "log-softmax over the vocabulary": (torch.Tensor, "log_softmax"),
+             "ranking (best_extensions)": (decode, "best_extensions"),
+             "finished hypotheses": (decode._Finished, "add"),
+             "next beam": (decode, "_next_beam"),
+             "cache following the beam": (type(model), "reorder_cache")}
+    with contextlib.ExitStack() as stack:
+        for part, (owner, name) in parts.items():
+            stack.enter_context(replaced(owner, name, timed(part, getattr(owner, name))))
+        start = time.perf_counter()
+        decode.translate(model, vocab, sources, beam_size=4, alpha=0.6, max_extra=50, progress=False)
+        wall = time.perf_counter() - start
+    rest = wall - sum(t for part, t in seconds.items() if part not in INSIDE_THE_DECODER)
+    rows = [{"part": part, "seconds": seconds[part], "calls": calls[part],
+             "inside_the_decoder_layers": part in INSIDE_THE_DECODER} for part in parts]
+    rows.append({"part": "the rest", "seconds": rest, "calls": None, "inside_the_decoder_layers": False})
+    print(f"\nbeam 4, package, by part of the search: {wall:.2f} s wall")
+    for r in rows:
+        inside = " (inside the decoder layers)" if r["inside_the_decoder_layers"] else ""
+        print(f"  {r['part']:32} {r['seconds']:7.3f} s {r['seconds'] / wall:6.1%}{inside}")
+    return {"wall_seconds": wall, "parts": rows}
+
+
+# the parts timed within the decoder layers' time (the encoder's attention is the encoder's)
+INSIDE_THE_DECODER = ("attention sublayers", "attention kernel")
 
 
 def main():
@@ -188,6 +253,8 @@ def main():
             print(f"{row['search']:7} {name:29} {row['sentences_per_s']:8.1f} {row['target_tokens_per_s']:9.0f} "
                   f"{row['bleu']:6.2f} {same if same is not None else '-':>10} {ratio:>11} {by_round:>20}")
     ops = profile_beam(model, vocab, sources) if args.profile else None
+    if ops:
+        ops["by_part"] = profile_parts(model, vocab, sources)
     if args.out:
         # the model as the repository names it, never a path of this machine
         where = run.resolve()

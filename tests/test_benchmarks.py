@@ -133,7 +133,8 @@ def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
                              "vocab": vocab.proto}, keep=1)
     env = dict(os.environ, OMP_NUM_THREADS="1", TRANSFORMER_DATA=str(root))
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "decode_speed.py"), "--run", str(run),
-                           "--threads", "1", "--sentences", "12", "--rounds", "1", "--out", str(tmp_path / "speed.json")],
+                           "--threads", "1", "--sentences", "12", "--rounds", "1", "--profile",
+                           "--out", str(tmp_path / "speed.json")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     import json
@@ -156,6 +157,15 @@ def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
     assert record["sentences"] == 12 and record["threads"] == 1 and record["commit"] and record["hardware"]["cpu"]
     for engine in engines:
         assert re.search(rf"^beam 4 +{re.escape(engine)} +[\d.]+ +\d+ +[\d.]+ ", proc.stdout, re.M), proc.stdout
+    # the beam's time by part of the search: the parts outside the decoder layers and the rest make up the pass
+    by_part = record["profile"]["by_part"]
+    parts = {p["part"]: p for p in by_part["parts"]}
+    assert {"encoder", "decoder layers", "attention kernel", "cache following the beam", "the rest"} <= set(parts)
+    outside = sum(p["seconds"] for p in parts.values() if not p["inside_the_decoder_layers"])
+    assert outside == pytest.approx(by_part["wall_seconds"])
+    assert all(p["seconds"] >= 0 for p in parts.values()) and parts["the rest"]["seconds"] < by_part["wall_seconds"]
+    assert parts["attention kernel"]["seconds"] <= parts["attention sublayers"]["seconds"] <= parts["decoder layers"]["seconds"]
+    assert parts["decoder layers"]["calls"] == parts["projection onto the vocabulary"]["calls"] > 0
 
 
 def test_the_readme_quotes_the_cpu_precision_records():
