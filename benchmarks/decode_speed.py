@@ -103,6 +103,10 @@ def profile_beam(model, vocab, sources, top=12):
     return {"search": "beam 4", "engine": "package", "wall_seconds": wall, "operator_seconds": total, "ops": ops}
 
 
+# the parts timed within the decoder layers' time (the encoder's attention is the encoder's)
+INSIDE_THE_DECODER = ("attention sublayers", "attention kernel")
+
+
 def profile_parts(model, vocab, sources):
     """One beam-4 pass of the package timed by part of the search: each part's function is wrapped in a wall
     clock where the search calls it (on the CPU an operator returns when its work is done, so the clock holds
@@ -157,10 +161,6 @@ def profile_parts(model, vocab, sources):
         inside = " (inside the decoder layers)" if r["inside_the_decoder_layers"] else ""
         print(f"  {r['part']:32} {r['seconds']:7.3f} s {r['seconds'] / wall:6.1%}{inside}")
     return {"wall_seconds": wall, "parts": rows}
-
-
-# the parts timed within the decoder layers' time (the encoder's attention is the encoder's)
-INSIDE_THE_DECODER = ("attention sublayers", "attention kernel")
 
 
 def main():
