@@ -120,19 +120,20 @@ def profile_parts(model, vocab, sources):
     decoding = [0]          # > 0 inside the decoder layers
 
     def timed(part, function):
-        inside = part in INSIDE_THE_DECODER
+        # the attention parts count only inside the decoder layers, which say when they are inside
+        inside, opens = part in INSIDE_THE_DECODER, part == "decoder layers"
 
         def clocked(*args, **kwargs):
             if inside and not decoding[0]:
                 return function(*args, **kwargs)
-            decoding[0] += part == "decoder layers"
+            decoding[0] += opens
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
                 seconds[part] += time.perf_counter() - start
                 calls[part] += 1
-                decoding[0] -= part == "decoder layers"
+                decoding[0] -= opens
         return clocked
 
     # part: (owner, attribute); each class's own function, so that every instance is timed

@@ -157,13 +157,13 @@ def test_decode_speed_benchmark_compares_every_engine_on_one_run(tmp_path):
     assert record["sentences"] == 12 and record["threads"] == 1 and record["commit"] and record["hardware"]["cpu"]
     for engine in engines:
         assert re.search(rf"^beam 4 +{re.escape(engine)} +[\d.]+ +\d+ +[\d.]+ ", proc.stdout, re.M), proc.stdout
-    # the beam's time by part of the search: the parts outside the decoder layers and the rest make up the pass
+    # the beam's time by part of the search: the parts outside the decoder layers never overlap (none is
+    # called inside another), so what they leave of the pass, the rest, is not negative
     by_part = record["profile"]["by_part"]
     parts = {p["part"]: p for p in by_part["parts"]}
     assert {"encoder", "decoder layers", "attention kernel", "cache following the beam", "the rest"} <= set(parts)
-    outside = sum(p["seconds"] for p in parts.values() if not p["inside_the_decoder_layers"])
-    assert outside == pytest.approx(by_part["wall_seconds"])
-    assert all(p["seconds"] >= 0 for p in parts.values()) and parts["the rest"]["seconds"] < by_part["wall_seconds"]
+    assert all(p["seconds"] >= 0 for p in parts.values())
+    assert 0 <= parts["the rest"]["seconds"] < by_part["wall_seconds"]
     assert parts["attention kernel"]["seconds"] <= parts["attention sublayers"]["seconds"] <= parts["decoder layers"]["seconds"]
     assert parts["decoder layers"]["calls"] == parts["projection onto the vocabulary"]["calls"] > 0
 
